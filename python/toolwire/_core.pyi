@@ -712,7 +712,12 @@ class Assembler:
         Frames events per the WHATWG rules, detects the format per event (Chat Completions,
         Responses, Anthropic Messages, Gemini `GenerateContentResponse` chunks) and assembles the
         calls in Rust, creating no Python object per chunk. Releases the GIL for pieces of 1 KiB
-        or more.
+        or more. A body that is one JSON document (its first byte after white space and a BOM
+        is `{` or `[`: a server that ignored the request to stream) is held, counted toward
+        `max_stream_bytes`, and read when `finish` comes as the events of the same response: a
+        `ChatCompletion`, `Response`, `Message`, Gemini `GenerateContentResponse` (or a JSON
+        array of them) or `{"error": ...}`; `stream_errors()` says `truncated_body` for another
+        document, `stream_limit` for one past the limit (no more of it is held).
 
         Raises:
             MisuseError: After `finish`, or when `data` is not bytes.

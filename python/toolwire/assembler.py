@@ -21,7 +21,7 @@ from toolwire.formats._fields import get
 from toolwire.formats._types import after_provider_error, gave_up, unreadable
 from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
 from toolwire.formats.openai_chat import ChatCompletionsAdapter
-from toolwire.formats.whole import whole_response_events
+from toolwire.formats.whole import unread_json_answer, whole_response_events
 
 __all__ = ["Assembler", "read_chunks_as"]
 
@@ -182,6 +182,15 @@ class Assembler(_core.Assembler, LiveState):
                     state[_CHUNKS] = number - 1
                     return _merged([self._feed_chunk(event, state) for event in whole])
                 if not is_error_event(chunk):
+                    if unread_json_answer(chunk):
+                        # Not a chunk of a stream but all google-genai made of a JSON answer:
+                        # told, so that the stream does not end empty without a word.
+                        self._stream_error(
+                            "truncated_body",
+                            number,
+                            "the server answered a JSON document, not an event stream: "
+                            "google-genai read no response from it",
+                        )
                     return ChunkInfo()
                 # The provider gave up first: whatever the format turns out to be, what follows
                 # is in no response an SDK shows (it raises here), and no call of it may run.
@@ -224,8 +233,7 @@ class Assembler(_core.Assembler, LiveState):
             if info.text:
                 state[_SAID] = state.get(_SAID, 0) + len(info.text)
         if _LIMIT_TOLD not in state and not self._may_hold(0):
-            _tell_limit(self, number)
-            state[_LIMIT_TOLD] = True
+            note_limit(self, number)
         return info
 
     def _text_block(self, pending: int = 0, /) -> None:
@@ -271,6 +279,14 @@ def fed_past_limit(asm: Assembler) -> bool:
     (`max_calls`, `max_stream_bytes`): nothing more of it is kept, every call fails, and
     `stream_errors()` says `stream_limit`. A dict lookup, cheap enough to ask after each chunk."""
     return _LIMIT_TOLD in asm.__dict__
+
+
+def note_limit(asm: Assembler, number: int) -> None:
+    """Tells `stream_errors` that chunk `number` took `asm`'s response past a per-stream limit
+    (`fed_past_limit` is True from then on). Asked once, when it happened: by `feed_chunk`, and
+    by a stream wrapper whose count of a JSON answer's body passed `max_stream_bytes`."""
+    _tell_limit(asm, number)
+    asm.__dict__[_LIMIT_TOLD] = True
 
 
 def read_chunks_as(asm: Assembler, fmt: WireFormat) -> None:

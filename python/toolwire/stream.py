@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
 from toolwire._pickling import LiveState
-from toolwire.assembler import Assembler, chat_ended_calls, fed_past_limit
+from toolwire.assembler import Assembler, chat_ended_calls, fed_past_limit, note_limit
 from toolwire.events import (
     ArgumentsProgress,
     CallCompleted,
@@ -69,7 +69,7 @@ from toolwire.events import (
 )
 from toolwire.formats import detect_format, is_error_event
 from toolwire.formats._types import stop_open_calls
-from toolwire.formats.whole import whole_response_events
+from toolwire.formats.whole import is_json_media, whole_response_events
 from toolwire.toolset import internal_error
 from toolwire.validation import Outcome
 
@@ -509,50 +509,131 @@ _WHOLE_RESPONSES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# boto3's ConverseStream: the urllib3 response under it is its `_raw_stream` (it shows no other).
+_EVENT_STREAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("botocore.eventstream", ("EventStream",)),
+)
+
+
 def _json_answer(source: object) -> Any:
-    """The httpx response under an SDK stream when the server answered a JSON document (it
-    ignored `stream=True`: a proxy, a gateway, a mock), still unread; None otherwise. The SDKs
-    read such a body as an event stream with no event in it, and yield nothing."""
-    if _sdk_instance(source, _HTTP_STREAMS) is None:
+    """The HTTP response under an SDK stream when the server answered a JSON document (it
+    ignored the request to stream: a proxy, a gateway, a mock), still unread; None otherwise.
+    The openai and anthropic SDKs read such a body as an event stream with no event in it, and
+    yield nothing; boto3 as event-stream frames, which it cannot decode."""
+    response: Any
+    if _sdk_instance(source, _HTTP_STREAMS) is not None:
+        response = getattr(source, "response", None)
+    elif _sdk_instance(source, _EVENT_STREAMS) is not None:
+        response = getattr(source, "_raw_stream", None)
+    else:
         return None
-    response: Any = getattr(source, "response", None)
     headers: object = getattr(response, "headers", None)
     kind = (
         cast("Mapping[str, object]", headers).get("content-type")
         if isinstance(headers, Mapping)
         else None
     )
-    if not isinstance(kind, str):
-        return None
-    media = kind.partition(";")[0].strip().lower()
-    return response if media == "application/json" or media.endswith("+json") else None
+    return response if is_json_media(kind) else None
 
 
-def _whole_body(asm: Assembler, body: bytes) -> list[object] | None:
+def _whole_body(asm: Assembler, body: bytes, *, events: bool = True) -> list[object] | None:
     """The one chunk a JSON answer to a stream request stands for: the whole response it holds
     (`feed_chunk` reads its calls) or the provider's error; None for a body that is no JSON
     document but events (a server that labels its event stream JSON), which the SDK stream
-    then reads from the body kept. One `feed_chunk` cannot read (another document) is told as
-    the raw SSE path tells these bytes, `truncated_body`, so that the stream does not end empty
-    without a word; JSON that does not parse raises `json.JSONDecodeError`, a transport error,
-    as an SDK's own decoding would."""
+    then reads from the body kept, if `events`. One `feed_chunk` cannot read (another
+    document, or no JSON where the body cannot be read again) is told as the raw SSE path
+    tells these bytes, `truncated_body`, so that the stream does not end empty without a word;
+    JSON that does not parse raises `json.JSONDecodeError`, a transport error, as an SDK's own
+    decoding would."""
     if not body.lstrip(b" \t\r\n\xef\xbb\xbf").startswith((b"{", b"[")):
-        return None
-    value: object = json.loads(body)
-    document = cast("dict[str, object]", value) if isinstance(value, dict) else None
-    known = document is not None and (
-        detect_format(document) is not None
-        or whole_response_events(document) is not None
-        or is_error_event(document)
-    )
-    if not known:
+        if events:
+            return None
+        value: object = None
+    else:
+        value = json.loads(body)
+    # An array of them (Gemini's `streamGenerateContent` without `alt=sse`) is read one by one,
+    # as the raw SSE path reads it.
+    documents = cast("list[object]", value) if isinstance(value, list) else [value]
+    if not (documents and all(map(_known_document, documents))):
         asm._stream_error(  # pyright: ignore[reportPrivateUsage]
             "truncated_body",
             0,
             f"the server answered a JSON document, not an event stream ({len(body)} bytes): "
             "no event was read",
         )
-    return [value]
+        return []
+    return documents
+
+
+def _known_document(value: object) -> bool:
+    """Whether `feed_chunk` reads `value` as a response, a chunk or the provider's error."""
+    if not isinstance(value, dict):
+        return False
+    document = cast("dict[str, object]", value)
+    return (
+        detect_format(document) is not None
+        or whole_response_events(document) is not None
+        or is_error_event(document)
+    )
+
+
+# How much of a urllib3 response (boto3's) is read at a time.
+_PIECE = 65_536
+
+
+class _AnswerBody:
+    """A JSON answer's body as it is read, counted toward `max_stream_bytes` as the raw SSE path
+    counts it: a body past the limit is refused as a response past it is (`stream_limit`, the
+    SDK stream closed unread), never held whole."""
+
+    __slots__ = ("_asm", "_pieces", "_size")
+
+    def __init__(self, asm: Assembler) -> None:
+        self._asm = asm
+        self._pieces: list[bytes] = []
+        self._size = 0
+
+    def take(self, piece: bytes) -> bool:
+        """Keeps `piece`; False (and the limit told) once the body passed the limit."""
+        if not self._asm._keep_text(len(piece)):  # pyright: ignore[reportPrivateUsage]
+            self._pieces.clear()
+            note_limit(self._asm, 0)
+            return False
+        self._pieces.append(piece)
+        self._size += len(piece)
+        return True
+
+    def chunks(self, response: Any) -> list[object] | None:
+        """What the whole body stands for (see `_whole_body`). Its bytes are given back to the
+        count, which the text read from them takes again; and to an httpx response, as its
+        `read()` keeps them, for the SDK stream that reads a body of events labelled JSON."""
+        self._asm._release(self._size)  # pyright: ignore[reportPrivateUsage]
+        body = b"".join(self._pieces)
+        if not hasattr(response, "iter_bytes"):
+            # urllib3's (boto3) cannot give the body again: what is no JSON is told here.
+            return _whole_body(self._asm, body, events=False)
+        response._content = body
+        return _whole_body(self._asm, body)
+
+
+def _read_answer(asm: Assembler, response: Any) -> list[object] | None:
+    """The chunks a JSON answer to a stream request stands for (`_AnswerBody`); none once its
+    body passed `max_stream_bytes`."""
+    body = _AnswerBody(asm)
+    httpx = hasattr(response, "iter_bytes")
+    for piece in response.iter_bytes() if httpx else response.stream(_PIECE):
+        if not body.take(piece):
+            return []
+    return body.chunks(response)
+
+
+async def _aread_answer(asm: Assembler, response: Any) -> list[object] | None:
+    """`_read_answer` for an async SDK stream's response."""
+    body = _AnswerBody(asm)
+    async for piece in response.aiter_bytes():
+        if not body.take(piece):
+            return []
+    return body.chunks(response)
 
 
 async def _each(chunks: list[object]) -> AsyncIterator[object]:
@@ -1080,7 +1161,7 @@ class ToolStream(_StreamBase):
 
     def _until_closed(self) -> Iterator[object]:
         answer = _json_answer(self._source)
-        whole = None if answer is None else _whole_body(self._driver.assembler, answer.read())
+        whole = None if answer is None else _read_answer(self._driver.assembler, answer)
         if whole is not None:
             yield from whole
             return
@@ -1220,9 +1301,7 @@ class AsyncToolStream(_StreamBase):
                 try:
                     answer = _json_answer(self._source)
                     whole = (
-                        None
-                        if answer is None
-                        else _whole_body(driver.assembler, await answer.aread())
+                        None if answer is None else await _aread_answer(driver.assembler, answer)
                     )
                     async for chunk in self._source if whole is None else _each(whole):
                         if self._closing:
@@ -1355,9 +1434,11 @@ def assemble(
     spellings) are read through the provider's events under them, which give the same calls as
     `create(..., stream=True)`; the helper's own snapshot (`get_final_message()`,
     `get_final_completion()`, `get_final_response()`) is then not built. Where the server
-    answered a stream request with one JSON document (the SDK stream yields nothing for it),
-    the body is read as the whole response it holds; a whole response handed over
-    (`create(...)` without `stream=True`) is read the same way.
+    answered a stream request with one JSON document (the openai and anthropic SDK streams
+    yield nothing for it, boto3's cannot decode it), the body is read as the whole response
+    it holds (a Bedrock `Converse` response too), counted toward `max_stream_bytes` as it is
+    read: one past the limit is not read on. A whole response handed over (`create(...)`
+    without `stream=True`) is read the same way.
 
     Args:
         stream: The SDK stream.

@@ -25,8 +25,10 @@ use crate::error::Misuse;
 use crate::sse::{Event, Framer, SseConfig, SseError, Tail};
 
 mod text_layout;
+mod whole;
 
 use text_layout::TextLayout;
+use whole::Document;
 
 /// What went wrong in a stream, outside any one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -571,6 +573,25 @@ struct Body {
     framer: Framer,
     decoder: Decoder,
     state: State,
+    shape: Shape,
+}
+
+/// Whether the body is an event stream or one JSON document (a server that ignored the request
+/// to stream: a proxy, a gateway, a mock), told by its first byte that is neither white space
+/// nor a BOM: no SSE line starts with `{` or `[` (the spec ignores such a line as a field of
+/// no name it knows). Asked once per push while the body has not told it, then never again.
+#[derive(Debug)]
+enum Shape {
+    /// Only white space (or a BOM) so far, held (and counted toward `max_stream_bytes`).
+    Untold(Vec<u8>),
+    /// An event stream: every byte goes to the framer.
+    Events,
+    /// A JSON document, held whole and counted toward `max_stream_bytes` until the body ends,
+    /// when it is read as the events of the same response (`whole`).
+    Document(Vec<u8>),
+    /// A JSON document that passed `max_stream_bytes`: refused as any response past it is
+    /// (`stream_limit`), and the rest of it is not kept.
+    Refused,
 }
 
 impl StreamDecoder {
@@ -615,26 +636,14 @@ impl StreamDecoder {
                 framer: Framer::new(config),
                 decoder,
                 state: State::default(),
+                shape: Shape::Untold(Vec::new()),
             })
         });
         let (assembler, kept) = (&mut self.assembler, &mut self.kept);
-        let Body {
-            framer,
-            decoder,
-            state,
-        } = &mut **body;
-        let framed = framer.push(bytes, |event| {
-            read_event(state, decoder, assembler, kept, event);
-        });
-        if !state.closed {
-            state.note_dropped(assembler, framer.dropped_events());
-        }
-        let errors = &mut state.errors;
-        let new = framer.dropped_events() - errors.counts[StreamErrorKind::EventTooLarge.slot()];
-        if let Err(e @ SseError::EventTooLarge { after, .. }) = framed {
-            errors.record_n(StreamErrorKind::EventTooLarge, new, after + 1, || {
-                e.to_string()
-            });
+        if let Shape::Events = body.shape {
+            frame(body, assembler, kept, bytes);
+        } else {
+            push_untold(body, assembler, kept, bytes);
         }
         Ok(())
     }
@@ -669,10 +678,14 @@ impl StreamDecoder {
         }
         let (assembler, kept) = (&mut self.assembler, &mut self.kept);
         if let Some(body) = &mut self.body {
+            if !matches!(body.shape, Shape::Events) {
+                end_untold(body, assembler, kept);
+            }
             let Body {
                 framer,
                 decoder,
                 state,
+                ..
             } = &mut **body;
             // google-genai reads on to the end of a body that ends cleanly and decodes the data
             // gathered for an event there, where the `openai` and `anthropic` SDKs drop an event
@@ -913,6 +926,120 @@ impl StreamDecoder {
     /// The assembler, mutably (for deltas that arrive outside the body).
     pub fn assembler_mut(&mut self) -> &mut Assembler {
         &mut self.assembler
+    }
+}
+
+/// Frames the next piece of an event stream's body and reads the events it completes.
+fn frame(body: &mut Body, assembler: &mut Assembler, kept: &mut Kept, bytes: &[u8]) {
+    let Body {
+        framer,
+        decoder,
+        state,
+        ..
+    } = body;
+    let framed = framer.push(bytes, |event| {
+        read_event(state, decoder, assembler, kept, event);
+    });
+    if !state.closed {
+        state.note_dropped(assembler, framer.dropped_events());
+    }
+    let errors = &mut state.errors;
+    let new = framer.dropped_events() - errors.counts[StreamErrorKind::EventTooLarge.slot()];
+    if let Err(e @ SseError::EventTooLarge { after, .. }) = framed {
+        errors.record_n(StreamErrorKind::EventTooLarge, new, after + 1, || {
+            e.to_string()
+        });
+    }
+}
+
+/// A piece of a body that has not yet told whether it is an event stream (see [`Shape`]), or
+/// of a JSON document.
+#[cold]
+#[inline(never)]
+fn push_untold(body: &mut Body, assembler: &mut Assembler, kept: &mut Kept, bytes: &[u8]) {
+    let held = match &mut body.shape {
+        Shape::Events => return frame(body, assembler, kept, bytes),
+        Shape::Refused => return,
+        Shape::Document(held) => held,
+        Shape::Untold(held) => {
+            let first = bytes
+                .iter()
+                .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0xEF | 0xBB | 0xBF));
+            match first {
+                Some(b'{' | b'[') => {
+                    body.shape = Shape::Document(std::mem::take(held));
+                    return push_untold(body, assembler, kept, bytes);
+                }
+                Some(_) => {
+                    let held = std::mem::take(held);
+                    assembler.release(held.len());
+                    body.shape = Shape::Events;
+                    frame(body, assembler, kept, &held);
+                    return frame(body, assembler, kept, bytes);
+                }
+                None => held,
+            }
+        }
+    };
+    // Counted as the response's text is: a document past the limit is refused as a stream
+    // past it is, and never held whole.
+    if assembler.keep_text(bytes.len()) {
+        held.extend_from_slice(bytes);
+    } else {
+        assembler.release(held.len());
+        body.shape = Shape::Refused;
+        body.state.note_limit(assembler);
+    }
+}
+
+/// The end of a body that never told it is an event stream: what it held goes to the framer,
+/// or, for a JSON document, its events are read.
+#[cold]
+#[inline(never)]
+fn end_untold(body: &mut Body, assembler: &mut Assembler, kept: &mut Kept) {
+    let document = match std::mem::replace(&mut body.shape, Shape::Events) {
+        Shape::Untold(held) => {
+            assembler.release(held.len());
+            return frame(body, assembler, kept, &held);
+        }
+        Shape::Document(held) => held,
+        Shape::Events | Shape::Refused => return,
+    };
+    assembler.release(document.len());
+    // A transport that broke off raised in the SDK, which read no response.
+    let read = if assembler.is_interrupted() {
+        Document::NotJson
+    } else {
+        whole::read(&document)
+    };
+    match read {
+        Document::Events(events) => {
+            let Body { decoder, state, .. } = body;
+            for data in &events {
+                let event = Event {
+                    event: b"",
+                    data: data.as_bytes(),
+                    id: b"",
+                    dropped_before: 0,
+                };
+                read_event(state, decoder, assembler, kept, event);
+            }
+        }
+        // Told as `assemble` tells it, so that the stream does not end empty without a word.
+        Document::Unknown => body.state.errors.record(
+            StreamErrorKind::TruncatedBody,
+            body.state.events + 1,
+            || {
+                format!(
+                    "the server answered a JSON document, not an event stream ({} bytes): no \
+                     event was read",
+                    document.len()
+                )
+            },
+        ),
+        // Framed as any body: whatever events it holds are read (a first line of no field
+        // the spec knows), and one cut is told.
+        Document::NotJson => frame(body, assembler, kept, &document),
     }
 }
 

@@ -4,7 +4,9 @@ A server that ignores `stream=True` (a proxy, a gateway, a mock) answers one JSO
 openai and anthropic SDKs read that body as an event stream with no event in it and yield
 nothing, so `assemble` ended empty, with no error, and every call the response carried was
 lost; so did a whole `ChatCompletion`, `Response` or `Message` handed to `feed_chunk` or
-`assemble`. Their calls are read now, as the stream of the same response gives them.
+`assemble`. Their calls are read now, as the stream of the same response gives them; and by
+`feed_sse` from the same bytes, which a gateway sees; boto3 (a `Converse` response) and
+google-genai give their calls or say why not.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import json
 from typing import Any
 
+import openai
 import pytest
 
 pytest.importorskip("toolwire._core")
@@ -20,7 +23,8 @@ pytest.importorskip("toolwire._core")
 from toolwire import aassemble, assemble, assistant_turn
 from toolwire.assembler import Assembler
 
-from .clients import assemble_async, assemble_sync, async_client, open_async
+from .bedrockkit import assemble_bedrock
+from .clients import assemble_async, assemble_sync, async_client, open_async, open_sync
 from .conftest import SSEServer
 from .streamkit import Call, sse_body, well_formed_stream
 
@@ -294,3 +298,179 @@ def _message(msg_id: str, text: str) -> dict[str, Any]:
         "status": "completed",
         "content": [part],
     }
+
+
+GEMINI: dict[str, Any] = {
+    "candidates": [
+        {
+            "content": {
+                "role": "model",
+                "parts": [
+                    {"text": "Checking."},
+                    {"functionCall": {"name": "get_weather", "args": WEATHER}},
+                    {"functionCall": {"name": "now", "args": {}}},
+                ],
+            },
+            "finishReason": "STOP",
+            "index": 0,
+        }
+    ],
+    "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 5, "totalTokenCount": 8},
+}
+ERROR = {"error": {"message": "overloaded", "type": "server_error"}}
+
+
+def _read_raw(body: bytes, size: int, **limits: Any) -> Assembler:
+    """`body` through `feed_sse` in pieces of `size` bytes, as a gateway sees it, finished."""
+    asm = Assembler(**limits)
+    for start in range(0, len(body), size):
+        asm.feed_sse(body[start : start + size])
+    asm.calls = asm.finish()  # type: ignore[attr-defined]
+    return asm
+
+
+def _shown(calls: list[Any]) -> list[tuple[Any, ...]]:
+    return [(c.name, c.id if c.id else None, c.value, c.error) for c in calls]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("fmt", [*FORMATS, "gemini", "error"])
+def test_feed_sse_reads_a_json_answer_as_assemble_does(
+    sse_server: SSEServer, fmt: str, indent: int | None
+) -> None:
+    # A gateway sees the very bytes the SDK read: the same calls, text, reasoning, finish
+    # reason, usage and stream errors, however the body was cut.
+    whole = {**WHOLE, "gemini": GEMINI, "error": ERROR}[fmt]
+    # White space and a BOM before the document (google-genai reads none of them).
+    lead = b"" if fmt == "gemini" else b"\xef\xbb\xbf \r\n"
+    body = lead + json.dumps(whole, indent=indent, ensure_ascii=False).encode()
+    route = sse_server.register(body, content_type="application/json")
+    _, stream = assemble_sync(route, "openai-chat" if fmt == "error" else fmt)
+    if fmt == "error":
+        assert stream.finish_reason == "error" and stream.calls == []
+    else:
+        assert [c.name for c in stream.calls] == ["get_weather", "now"]
+    for size in (len(body), 7, 1):
+        raw = _read_raw(body, size)
+        assert _shown(raw.calls) == _shown(stream.calls), size  # type: ignore[attr-defined]
+        assert raw.text == stream.text
+        assert raw.finish_reason == stream.finish_reason
+        assert raw.reasoning == stream.reasoning
+        assert raw.usage == stream.usage
+        assert [k for k, _, _ in raw.stream_errors()] == (
+            ["provider_error"] if fmt == "error" else []
+        )
+
+
+def test_feed_sse_still_frames_an_event_stream_that_opens_with_blank_lines() -> None:
+    calls = [Call("get_weather", json.dumps(WEATHER), "call_w")]
+    body = b"\r\n\n" + sse_body(well_formed_stream("anthropic", calls, size=4), "anthropic")
+    raw = _read_raw(body, 1)
+    assert _shown(raw.calls) == [("get_weather", "call_w", WEATHER, None)]  # type: ignore[attr-defined]
+    assert raw.stream_errors() == []
+
+
+def test_a_json_answer_past_max_stream_bytes_is_refused_unread(sse_server: SSEServer) -> None:
+    # A server that sends a JSON document without end: the wrapper reads it only up to the
+    # limit, then ends the stream as a response past it ends (no call, no finish reason,
+    # `stream_limit`); it used to read the whole body first, here until the read timed out.
+    body = json.dumps({**CHAT, "pad": "x" * 1_000_000}).encode()
+    route = sse_server.register(
+        body, content_type="application/json", drop_after=200_000, stall=True
+    )
+    client = openai.OpenAI(
+        base_url=route.openai_base_url, api_key="test", max_retries=0, timeout=10
+    )
+    try:
+        with (
+            client,
+            assemble(
+                open_sync(client, "openai-chat"), limits={"max_stream_bytes": 50_000}
+            ) as stream,
+        ):
+            events = list(stream)
+    finally:
+        route.release.set()
+    assert stream.transport_error is None and stream.calls == []
+    assert type(events[-1]).__name__ == "StreamEnded" and stream.finish_reason is None
+    assert [k for k, _, _ in stream.assembler.stream_errors()] == ["stream_limit"]
+    # The raw path refuses the same body the same way, and holds none of it.
+    raw = _read_raw(body, 4096, max_stream_bytes=50_000)
+    assert raw.calls == [] and raw.finish_reason is None  # type: ignore[attr-defined]
+    assert [k for k, _, _ in raw.stream_errors()] == ["stream_limit"]
+
+
+def test_the_async_wrapper_bounds_a_json_answer_too(sse_server: SSEServer) -> None:
+    body = json.dumps({**CHAT, "pad": "x" * 200_000}).encode()
+    route = sse_server.register(body, content_type="application/json")
+    _, stream = asyncio.run(
+        assemble_async(route, "openai-chat", limits={"max_stream_bytes": 50_000})
+    )
+    assert stream.calls == [] and stream.finish_reason is None
+    assert [k for k, _, _ in stream.assembler.stream_errors()] == ["stream_limit"]
+    # Under the limit the body is read whole, its bytes given back to the count.
+    _, read = asyncio.run(
+        assemble_async(route, "openai-chat", limits={"max_stream_bytes": 300_000})
+    )
+    assert len(read.calls) == 2 and read.assembler.stream_errors() == []
+
+
+CONVERSE: dict[str, Any] = {
+    "output": {
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "reasoningContent": {
+                        "reasoningText": {"text": "Let me think.", "signature": "c2ln"}
+                    }
+                },
+                {"text": "Checking."},
+                {"toolUse": {"toolUseId": "call_w", "name": "get_weather", "input": WEATHER}},
+                {"toolUse": {"toolUseId": "call_t", "name": "now", "input": {}}},
+            ],
+        }
+    },
+    "stopReason": "tool_use",
+    "usage": {"inputTokens": 3, "outputTokens": 5, "totalTokens": 8},
+    "metrics": {"latencyMs": 1},
+}
+
+
+def test_boto3_gives_the_calls_of_a_converse_answer_to_converse_stream(
+    sse_server: SSEServer,
+) -> None:
+    # boto3 reads a JSON body as event-stream frames and raises a checksum error, which told
+    # nothing of the calls the answer carried.
+    body = json.dumps(CONVERSE, ensure_ascii=False).encode()
+    _, stream = assemble_bedrock(sse_server.register(body, content_type="application/json"))
+    assert _shown(stream.calls) == [
+        ("get_weather", "call_w", WEATHER, None),
+        ("now", "call_t", {}, None),
+    ]
+    assert stream.text == "Checking." and stream.finish_reason == "tool_use"
+    assert stream.usage == CONVERSE["usage"] and stream.transport_error is None
+    reasoning = {"reasoningText": {"text": "Let me think.", "signature": "c2ln"}}
+    assert stream.reasoning == [{"reasoningContent": reasoning}]
+    # Another document is told, not read as an empty stream.
+    route = sse_server.register(b'{"message": "no"}', content_type="application/json")
+    _, other = assemble_bedrock(route)
+    assert other.calls == [] and other.transport_error is None
+    assert [k for k, _, _ in other.assembler.stream_errors()] == ["truncated_body"]
+
+
+@pytest.mark.parametrize("document", [[GEMINI], {"hello": "world"}])
+def test_google_genai_s_empty_reading_of_a_json_answer_is_told(
+    sse_server: SSEServer, document: object
+) -> None:
+    # google-genai yields a response with nothing in it for a JSON array of chunks (what
+    # `streamGenerateContent` answers without `alt=sse`) or another document: the stream said
+    # nothing of it. The raw path reads the array's chunks.
+    body = json.dumps(document).encode()
+    for run in (assemble_sync, lambda r, f: asyncio.run(assemble_async(r, f))):
+        _, stream = run(sse_server.register(body, content_type="application/json"), "gemini")
+        assert stream.calls == [] and stream.finish_reason is None
+        assert [k for k, _, _ in stream.assembler.stream_errors()] == ["truncated_body"]
+    raw = _read_raw(body, 5)
+    names = [c.name for c in raw.calls]  # type: ignore[attr-defined]
+    assert names == (["get_weather", "now"] if isinstance(document, list) else [])

@@ -2,7 +2,8 @@
 
 Design notes:
 - A server that ignores `stream=True` (a proxy, a gateway, a mock) answers one JSON document:
-  a Responses `Response` or an Anthropic `Message`. The SDKs read such a body as an event stream
+  a Responses `Response`, an Anthropic `Message` or a Bedrock `Converse` response. The SDKs
+  read such a body as an event stream (boto3 as event-stream frames it cannot decode)
   with no event in it and yield nothing, and a `Response` or `Message` handed to `feed_chunk`
   told no format: every call it carried vanished without a word. Its calls are read instead,
   through the same adapter and core as a stream's, from the events a stream of that response
@@ -16,11 +17,12 @@ Design notes:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 from toolwire.formats._fields import get, plain
 
-__all__ = ["whole_response_events"]
+__all__ = ["is_json_media", "unread_json_answer", "whole_response_events"]
 
 # The statuses of a `Response` that has finished, each the type of the event that ends it.
 _FINISHED = frozenset(("completed", "incomplete", "failed", "cancelled"))
@@ -28,13 +30,40 @@ _FINISHED = frozenset(("completed", "incomplete", "failed", "cancelled"))
 
 def whole_response_events(chunk: object) -> list[dict[str, Any]] | None:
     """The stream events equivalent to `chunk` when it is a whole, non-streamed response: a
-    finished Responses `Response` (`object: "response"`) or an Anthropic `Message`
-    (`type: "message"`), as an SDK model or a dict; None for anything else."""
+    finished Responses `Response` (`object: "response"`), an Anthropic `Message`
+    (`type: "message"`), as an SDK model or a dict, or a Bedrock `Converse` response dict
+    (`output.message` and `stopReason`); None for anything else."""
     if get(chunk, "object") == "response" and get(chunk, "status") in _FINISHED:
         return _responses_events(plain(chunk))
     if get(chunk, "type") == "message" and get(chunk, "role") == "assistant":
         return _anthropic_events(plain(chunk))
+    if isinstance(chunk, dict) and "stopReason" in chunk:
+        response = cast("dict[str, Any]", chunk)
+        message = get(response.get("output"), "message")
+        if isinstance(message, dict):
+            return _converse_events(response, cast("dict[str, Any]", message))
     return None
+
+
+def is_json_media(content_type: object) -> bool:
+    """Whether a `content-type` header's value names JSON (`application/json`, `...+json`)."""
+    if not isinstance(content_type, str):
+        return False
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def unread_json_answer(chunk: object) -> bool:
+    """Whether `chunk` is what google-genai yields for a JSON answer to a stream request that
+    it could not read as a response (a JSON array of chunks, which `streamGenerateContent`
+    answers without `alt=sse`, or another document): a `GenerateContentResponse` that holds
+    only the HTTP response, whose headers say JSON. Asked only of a chunk that told no format."""
+    headers = get(get(chunk, "sdk_http_response"), "headers")
+    if not isinstance(headers, Mapping):
+        return False
+    fields = cast("Mapping[object, object]", headers)
+    kind = next((v for k, v in fields.items() if str(k).lower() == "content-type"), None)
+    return is_json_media(kind)
 
 
 def _list(value: object) -> list[Any]:
@@ -129,3 +158,52 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
         fragment = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         return [start(input={}), delta(type="input_json_delta", partial_json=fragment)]
     return [start()]
+
+
+def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[dict[str, Any]]:
+    """`messageStart`, each content block as its deltas (a tool block started first, its whole
+    `input` as one fragment, none for an empty one) and its stop, then `messageStop` with the
+    stop reason and `metadata` with the usage, as ConverseStream sends them."""
+    events: list[dict[str, Any]] = [{"messageStart": {"role": message.get("role", "assistant")}}]
+    for index, block in enumerate(_list(message.get("content"))):
+        if not isinstance(block, dict):
+            continue
+        fields = cast("dict[str, Any]", block)
+        deltas: list[dict[str, Any]] = []
+        tool, reasoning = fields.get("toolUse"), fields.get("reasoningContent")
+        if isinstance(tool, dict):
+            start = {k: v for k, v in cast("dict[str, Any]", tool).items() if k != "input"}
+            events.append(
+                {"contentBlockStart": {"start": {"toolUse": start}, "contentBlockIndex": index}}
+            )
+            value = cast("dict[str, Any]", tool).get("input", {})
+            if value != {}:
+                fragment = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+                deltas.append({"toolUse": {"input": fragment}})
+        elif isinstance(fields.get("text"), str):
+            deltas.append({"text": fields["text"]})
+        elif isinstance(reasoning, dict):
+            content = cast("dict[str, Any]", reasoning)
+            said = content.get("reasoningText")
+            if isinstance(said, dict):
+                text = cast("dict[str, Any]", said)
+                deltas += [
+                    {"reasoningContent": {key: text[key]}}
+                    for key in ("text", "signature")
+                    if key in text
+                ]
+            elif "redactedContent" in content:
+                redacted = content["redactedContent"]
+                deltas.append({"reasoningContent": {"redactedContent": redacted}})
+        else:
+            # An image, a document, a tool result: no call and no text of the turn.
+            continue
+        events += [
+            {"contentBlockDelta": {"delta": delta, "contentBlockIndex": index}} for delta in deltas
+        ]
+        events.append({"contentBlockStop": {"contentBlockIndex": index}})
+    events.append({"messageStop": {"stopReason": response.get("stopReason")}})
+    metadata = {key: response[key] for key in ("usage", "metrics") if key in response}
+    if metadata:
+        events.append({"metadata": metadata})
+    return events
