@@ -867,6 +867,17 @@ class Assembler:
         Raises:
             MisuseError: After `finish`.
         """
+    @property
+    def text_places(self) -> list[list[int | str]] | None:
+        """Where each text block of a turn with no call began, once `finish` returned: a list
+        of `[characters of assistant text before the block, reasoning blocks kept before it]`
+        (`assistant_turn(..., text_places=...)`), the places a turn with calls writes on them
+        (metadata `text_before`, `text_after`): Responses `message` items among `reasoning`
+        and hosted items, Anthropic text blocks among thinking and server blocks (a
+        `pause_turn` after a server tool), Gemini text parts. On every path (`feed_sse`,
+        `feed_chunk`). A Gemini text part's thought signature goes third in its block's
+        entry, as in the metadata. `None` before `finish`, with calls, without text, or when a
+        replayed response lost the places."""
     def _forget_reasoning(self) -> None:
         """The response `feed_chunk` reads starts again (a replay): the reasoning blocks kept so
         far are let go.
@@ -880,6 +891,14 @@ class Assembler:
         the calls at `finish`, as metadata `text_before` (on the call after it) or `text_after`
         (on the last call), each block as `[at, reasoning blocks kept before it]`, unless the
         text is one block right before the first call.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _sign_text_block(self, signature: str, /) -> None:
+        """The text block `feed_chunk` began last carries this Gemini thought signature (base64
+        text): it goes with the block's place (`text_places`, metadata `text_before`,
+        `text_after`), third in its entry, and back on its part in the next turn.
 
         Raises:
             MisuseError: After `finish`.

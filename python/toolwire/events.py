@@ -120,12 +120,16 @@ class StreamEnded(StreamEvent):
             `thinking` blocks, Responses `reasoning` and hosted items, Bedrock
             `reasoningContent` blocks), in output order, to send back with the calls
             (`assistant_turn(..., reasoning=...)`); empty for other providers.
+        text_places: Where each text block of a turn with no call began
+            (`Assembler.text_places`), to send the text back in its blocks and places
+            (`assistant_turn(..., text_places=...)`); `None` with calls, which carry them.
     """
 
     finish_reason: str | None
     usage: dict[str, Any] | None
     calls: tuple[ToolCall, ...]
     reasoning: tuple[dict[str, Any], ...] = ()
+    text_places: list[list[int | str]] | None = None
 
 
 Event: TypeAlias = (

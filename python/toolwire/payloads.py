@@ -24,7 +24,17 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, cast, get_args
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NamedTuple,
+    Protocol,
+    TypeAlias,
+    TypeGuard,
+    cast,
+    get_args,
+)
 
 import pydantic
 import pydantic_core
@@ -1754,6 +1764,7 @@ def assistant_turn(
     style: Style = "openai-chat",
     text: str | None = None,
     reasoning: Sequence[Mapping[str, Any]] | None = None,
+    text_places: Sequence[Sequence[int | str]] | None = None,
 ) -> list[dict[str, Any]]:
     """The model's turn with its tool calls, as the provider takes it back in the next
     request, each call under the id `tool_messages` answers it with (`call_id_for`, sent as
@@ -1773,7 +1784,8 @@ def assistant_turn(
     others the object that text holds (`{}` for a call whose text is no JSON object, one cut
     off say: its result says what went wrong). What the assembler kept that the provider needs
     back goes with its call: Gemini's `thoughtSignature` (metadata `thought_signature`) and,
-    on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it. The
+    on Chat, the `extra_content` Gemini's OpenAI-compatible endpoint sends with it; a Gemini
+    signature on a text part goes back on that text's part, from its place. The
     reasoning the provider needs back is given as `reasoning` (`Assembler.reasoning`,
     `StreamEnded.reasoning`): Anthropic's thinking blocks (an extended-thinking turn with tools
     is refused without them) and server blocks (a server tool's call, `server_tool_use`, and
@@ -1788,9 +1800,11 @@ def assistant_turn(
     and reasoning blocks, where the assembler wrote the places on the calls (metadata
     `text_before` and `text_after`, lists of `[characters of the text before the block,
     reasoning blocks before it]`, set at finish when the text was not one block right
-    before the first call); `text` must then be the stream's own (`stream.text`, or the
-    chunks' `ChunkInfo.text` joined), else (places past its end, or none) it goes as one
-    block right before the first call. An Anthropic or Bedrock block of nothing but white
+    before the first call); a turn with no call has no call to carry them, and takes them
+    as `text_places` (`Assembler.text_places`, `stream.text_places`). `text` must then be
+    the stream's own (`stream.text`, or the chunks' `ChunkInfo.text` joined), else (places
+    past its end, or none) it goes as one block right before the first call (with no call,
+    after the reasoning). An Anthropic or Bedrock block of nothing but white
     space is left out: the APIs refuse one. The Responses `reasoning` items (a stateless
     request, `store=False`, must carry them, with their `encrypted_content`) each go right
     before the item that followed it in the output, as the API requires: the call whose
@@ -1835,6 +1849,12 @@ def assistant_turn(
             calls (first, before the text and the calls, when no call says its place);
             with `"openai-responses"` its `reasoning` items each right before the item that
             followed it in the output, and its hosted items in their places.
+        text_places: The places of the text blocks of a turn with no call
+            (`Assembler.text_places`, `stream.text_places`, `StreamEnded.text_places`):
+            `[characters of text before the block, reasoning blocks before it]` for each
+            block, in order (a Gemini text part's thought signature third). Read only when
+            `calls` is empty: calls carry their turn's places themselves. Without it (or when
+            it does not fit `text`), such a turn's text is one block after its reasoning.
 
     Returns:
         The items to append, before the turn's tool results.
@@ -1871,10 +1891,13 @@ def assistant_turn(
         if calls:
             message["tool_calls"] = [_chat_call(call) for call in calls]
         return [message]
+    # A turn with calls reads its places from them.
+    turn = None if calls else text_places
     if style == "openai-responses":
-        return _responses_turn(calls, said, thoughts)
+        return _responses_turn(calls, said, thoughts, turn)
     if style == "gemini":
-        parts = _interleaved(calls, [], said, _gemini_text, [_gemini_call(call) for call in calls])
+        uses = [_gemini_call(call) for call in calls]
+        parts = _interleaved(calls, [], said, _gemini_text, uses, turn)
         return [{"role": "model", "parts": parts}] if parts else []
     uses: list[dict[str, Any]]
     if style == "anthropic":
@@ -1892,7 +1915,7 @@ def assistant_turn(
             }
             for call in calls
         ]
-    blocks = _interleaved(calls, thoughts, said, said_block, uses)
+    blocks = _interleaved(calls, thoughts, said, said_block, uses, turn)
     return [{"role": "assistant", "content": blocks}] if blocks else []
 
 
@@ -1911,17 +1934,25 @@ def _anthropic_use(call: _SentCall) -> dict[str, Any]:
     return use
 
 
-def _anthropic_text(said: str) -> dict[str, Any] | None:
+# A text block as the style writes it, from its text and its Gemini thought signature (the
+# other styles have none); None for a block left out.
+_SaidBlock: TypeAlias = Callable[[str, str | None], dict[str, Any] | None]
+
+
+def _anthropic_text(said: str, _signature: str | None = None) -> dict[str, Any] | None:
     # Anthropic and Bedrock refuse a text block of nothing but white space.
     return {"type": "text", "text": said} if said.strip() else None
 
 
-def _converse_text(said: str) -> dict[str, Any] | None:
+def _converse_text(said: str, _signature: str | None = None) -> dict[str, Any] | None:
     return {"text": said} if said.strip() else None
 
 
-def _gemini_text(said: str) -> dict[str, Any] | None:
-    # All the text the model wrote goes back, white space too: only an empty part is left out.
+def _gemini_text(said: str, signature: str | None = None) -> dict[str, Any] | None:
+    # All the text the model wrote goes back, white space too: only an empty part is left out,
+    # unless it carries a signature, which Gemini wants back on the part it came on.
+    if signature is not None:
+        return {"text": said, "thoughtSignature": signature}
     return {"text": said} if said else None
 
 
@@ -1929,8 +1960,9 @@ def _interleaved(
     calls: Sequence[_SentCall],
     thoughts: list[dict[str, Any]],
     said: str,
-    said_block: Callable[[str], dict[str, Any] | None],
+    said_block: _SaidBlock,
     uses: list[dict[str, Any]],
+    turn: Sequence[Sequence[object]] | None = None,
 ) -> list[dict[str, Any]]:
     """The blocks of an Anthropic or Bedrock turn (the parts of a Gemini one, which has no reasoning
     blocks) in the order the model wrote them: each call right after the reasoning blocks that came
@@ -1941,17 +1973,17 @@ def _interleaved(
     places the text is one block right before the first call; calls that carry no count (none came
     before them, or calls made by hand) follow all the reasoning when none has one."""
     counts = [_counted(_metadata(call), "reasoning_before") for call in calls]
-    places = _text_places(calls, len(said))
+    places = _text_places(calls, len(said), turn)
     if places is None:
-        first = said_block(said)
+        first = said_block(said, None)
         said_blocks = [] if first is None else [first]
         if not any(counts):
             return thoughts + said_blocks + uses
-        places = [(0, 0, count) for count in counts[:1]] if said_blocks else []
+        places = [_Place(0, 0, count) for count in counts[:1]] if said_blocks else []
     # Each text block, by the number of calls before it, with the reasoning count before it.
     texts: dict[int, list[tuple[dict[str, Any] | None, int]]] = {}
-    for gap, piece, reasoning in _text_blocks(said, places):
-        texts.setdefault(gap, []).append((said_block(piece), reasoning))
+    for gap, piece, reasoning, signature in _text_blocks(said, places):
+        texts.setdefault(gap, []).append((said_block(piece, signature), reasoning))
     ordered: list[tuple[dict[str, Any] | None, int]] = []
     for gap, (use, count) in enumerate(zip(uses, counts, strict=True)):
         ordered += texts.get(gap, [])
@@ -1968,46 +2000,80 @@ def _interleaved(
     return blocks + thoughts[sent:]
 
 
-def _text_places(calls: Sequence[_SentCall], length: int) -> list[tuple[int, int, int]] | None:
+class _Place(NamedTuple):
+    """Where a text block began (`_text_places`)."""
+
+    # The number of calls before it.
+    gap: int
+    # Characters of the text before it.
+    at: int
+    # Reasoning blocks before it.
+    reasoning: int
+    # The Gemini thought signature of its part.
+    signature: str | None = None
+
+
+def _text_places(
+    calls: Sequence[_SentCall], length: int, turn: Sequence[Sequence[object]] | None = None
+) -> list[_Place] | None:
     """Where each text block of a message began (an Anthropic or Bedrock text block, a Responses
     `message` item, a run of Gemini text parts), as the assembler wrote it on the calls: metadata
     `text_before` (the blocks between the call before and this one) and `text_after` (the blocks
-    after the call), each block `[characters of the text before it, reasoning blocks before it]`.
-    Each place as (the number of calls before it, characters, reasoning blocks); None when no call
-    carries one, or when they do not fit `length` characters of text in order (text other than the
-    stream's): the text then goes as one block."""
-    places: list[tuple[int, int, int]] = []
+    after the call), each block `[characters of the text before it, reasoning blocks before it]`
+    (a Gemini text part's thought signature third); for a turn with no call, `turn`
+    (`Assembler.text_places`), the blocks before no call. None when no call carries one, or when
+    they do not fit `length` characters of text in order (text other than the stream's): the text
+    then goes as one block."""
+    places: list[_Place] = []
+    listings: list[tuple[object, int]] = [] if turn is None else [(turn, 0)]
     for index, call in enumerate(calls):
         metadata = _metadata(call)
-        for key, gap in (("text_before", index), ("text_after", index + 1)):
-            listed: object = metadata.get(key)
-            if listed is None:
-                continue
-            if not isinstance(listed, list):
+        listings += [(metadata.get("text_before"), index), (metadata.get("text_after"), index + 1)]
+    for listed, gap in listings:
+        if listed is None:
+            continue
+        if isinstance(listed, (str, bytes, Mapping)) or not isinstance(listed, Sequence):
+            return None
+        for entry in cast(Sequence[object], listed):
+            if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence):
                 return None
-            for entry in cast(list[object], listed):
-                if not (isinstance(entry, list) and len(cast(list[object], entry)) == 2):
-                    return None
-                at, reasoning = cast(list[object], entry)
-                if not (_count(at) and _count(reasoning)):
-                    return None
-                places.append((gap, at, reasoning))
-    starts = [at for _, at, _ in places]
+            place = cast(Sequence[object], entry)
+            if len(place) not in (2, 3):
+                return None
+            at, reasoning, *signed = place
+            signature = signed[0] if signed else None
+            if not (_count(at) and _count(reasoning)):
+                return None
+            if signature is not None and not isinstance(signature, str):
+                return None
+            places.append(_Place(gap, at, reasoning, signature))
+    starts = [place.at for place in places]
     if not places or starts != sorted(starts) or starts[-1] > length:
         return None
     return places
 
 
-def _text_blocks(said: str, places: list[tuple[int, int, int]]) -> list[tuple[int, str, int]]:
-    """`said` cut at its `places` (`_text_places`): each block as (the number of calls before
-    it, its text, the reasoning blocks before it). The first block also takes the text before
+class _Block(NamedTuple):
+    """A text block of the turn (`_text_blocks`)."""
+
+    # The number of calls before it.
+    gap: int
+    text: str
+    # Reasoning blocks before it.
+    reasoning: int
+    # The Gemini thought signature of its part.
+    signature: str | None
+
+
+def _text_blocks(said: str, places: list[_Place]) -> list[_Block]:
+    """`said` cut at its `places` (`_text_places`). The first block also takes the text before
     its place: that of calls left out of the turn."""
     if not places:
         return []
-    ends = [at for _, at, _ in places[1:]] + [len(said)]
+    ends = [place.at for place in places[1:]] + [len(said)]
     return [
-        (gap, said[at if i else 0 : end], reasoning)
-        for i, ((gap, at, reasoning), end) in enumerate(zip(places, ends, strict=True))
+        _Block(place.gap, said[place.at if i else 0 : end], place.reasoning, place.signature)
+        for i, (place, end) in enumerate(zip(places, ends, strict=True))
     ]
 
 
@@ -2024,7 +2090,10 @@ def _counted(metadata: Mapping[str, Any], key: str) -> int:
 
 
 def _responses_turn(
-    calls: Sequence[_SentCall], said: str, thoughts: list[dict[str, Any]]
+    calls: Sequence[_SentCall],
+    said: str,
+    thoughts: list[dict[str, Any]],
+    turn: Sequence[Sequence[object]] | None = None,
 ) -> list[dict[str, Any]]:
     """The Responses items of a turn in the order of the output. Each reasoning item goes
     right before the item that followed it there: the call whose metadata `reasoning_id` names
@@ -2034,18 +2103,19 @@ def _responses_turn(
     items go between the calls as they came (metadata `hosted_before`: how many came before a
     call). Each message of the output goes back as a message of its own, in its place among
     the calls and the items of `thoughts` (metadata `text_before` and `text_after`, see
-    `_text_places`); without places, the text is one message right before the first call
-    (last, with no call), after the last reasoning item that no other item followed."""
+    `_text_places`; `turn`: those of a turn with no call); without places, the text is one
+    message right before the first call (last, with no call), after the last reasoning item that
+    no other item followed."""
     # Each call's metadata is built anew on every read of a native call: read once here.
     metadata = [_metadata(call) for call in calls]
     rs_ids = [_reasoning_id(held) for held in metadata]
     named = set(rs_ids) - {None}
-    places = _text_places(calls, len(said)) if said else None
+    places = _text_places(calls, len(said), turn) if said else None
     # Each message as (calls before it, its text, the items of `thoughts` before it, or None:
     # right before the first call).
     messages: list[tuple[int, str, int | None]] = [
         (gap, text, min(count, len(thoughts)))
-        for gap, text, count in _text_blocks(said, places or [])
+        for gap, text, count, _ in _text_blocks(said, places or [])
         if text
     ]
     if said and places is None:

@@ -280,6 +280,7 @@ class _Driver:
         "reasoning",
         "started",
         "text_parts",
+        "text_places",
         "toolset",
         "transport_error",
         "usage",
@@ -305,6 +306,7 @@ class _Driver:
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.reasoning: list[dict[str, Any]] = []
+        self.text_places: list[list[int | str]] | None = None
         self.calls: list[ToolCall] = []
         self.outcomes: list[Outcome] = []
         self.transport_error: BaseException | None = None
@@ -383,6 +385,8 @@ class _Driver:
         calls = asm.finish()
         self.calls = calls
         self.reasoning = asm.reasoning
+        # Read only for a turn with no call: with calls, they carry the places.
+        self.text_places = None if calls else asm.text_places
         # What the last fragments wrote (a fragment held to tell a resend from new text is
         # decided only now), and the violations that only that decision made certain, come
         # before the calls complete.
@@ -406,7 +410,10 @@ class _Driver:
                 self.outcomes.append(outcome)
             out.append(CallCompleted(call, outcome))
             self.completed += 1
-        out.append(StreamEnded(self.finish_reason, self.usage, tuple(calls), tuple(self.reasoning)))
+        reasoning = tuple(self.reasoning)
+        out.append(
+            StreamEnded(self.finish_reason, self.usage, tuple(calls), reasoning, self.text_places)
+        )
         self.ending = None
         return out
 
@@ -986,6 +993,14 @@ class _StreamBase(LiveState):
         `assistant_turn(calls, style=..., text=..., reasoning=stream.reasoning)`."""
         driver = self._driver
         return driver.reasoning if driver.done else driver.assembler.reasoning
+
+    @property
+    def text_places(self) -> list[list[int | str]] | None:
+        """Where each text block of a turn with no call began (`Assembler.text_places`), once
+        the stream ended, to send its text back in its blocks and places:
+        `assistant_turn([], style=..., text=..., reasoning=..., text_places=stream.text_places)`.
+        `None` with calls (they carry the places), or before the end."""
+        return self._driver.text_places
 
     @property
     def finish_reason(self) -> str | None:

@@ -287,6 +287,9 @@ pub enum Action<'a> {
     /// a Responses `message` item's `output_item.added`, Gemini's first text part or the first
     /// after a call): the next turn sends each block back in its place among the calls.
     TextBlock,
+    /// The text block begun last carries this Gemini thought signature (a JSON string): the
+    /// next turn sends it back on that block's part.
+    TextSignature(&'a str),
     /// A usage object, as raw JSON text.
     Usage(&'a str),
     /// A finish reason: the raw value and its normalized meaning.

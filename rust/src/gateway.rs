@@ -306,6 +306,10 @@ impl State {
                 kept.layout.mark_end_of(&self.text, reasoning, calls);
                 assembler.over_limit().is_none()
             }
+            Action::TextSignature(json) => {
+                kept.layout.sign(json);
+                assembler.over_limit().is_none()
+            }
             action => {
                 self.apply_action(assembler, action);
                 assembler.over_limit().is_none()
@@ -384,6 +388,7 @@ impl State {
             | Action::Reasoning(_)
             | Action::EarlierReasoning { .. }
             | Action::TextBlock
+            | Action::TextSignature(_)
             | Action::DropReasoning => {
                 // Answered by `apply`.
             }
@@ -723,6 +728,7 @@ impl StreamDecoder {
         self.end_body()?;
         let assembler = &mut self.assembler;
         self.kept.layout.write(assembler, &self.kept.reasoning);
+        self.kept.places = self.kept.layout.turn_places(assembler.len());
         self.finished = true;
         if defer {
             assembler.finish_deferring_scans()
@@ -917,6 +923,30 @@ impl StreamDecoder {
         Ok(())
     }
 
+    /// Where each text block of a turn with no call began among its reasoning blocks, once
+    /// finished: the JSON text of a list of `[characters of text before it, reasoning blocks
+    /// before it]`, the places that a turn with calls writes on them (metadata `text_before`,
+    /// `text_after`). `None` before [`StreamDecoder::finish`], with calls, without text blocks,
+    /// or when a replay lost the places.
+    #[must_use]
+    pub fn text_places(&self) -> Option<&str> {
+        self.kept.places.as_deref()
+    }
+
+    /// The text block begun last in a stream whose events the caller reads itself carries the
+    /// Gemini thought signature `json` (a JSON string), as the body's own text parts do: it
+    /// goes with the block's place.
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn sign_text_block(&mut self, json: &str) -> Result<(), Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        self.kept.layout.sign(json);
+        Ok(())
+    }
+
     /// The assembler (for early errors or partial values while the stream runs).
     #[must_use]
     pub fn assembler(&self) -> &Assembler {
@@ -1103,6 +1133,9 @@ struct Kept {
     last: Option<usize>,
     /// Where the text blocks began among the calls and reasoning blocks.
     layout: TextLayout,
+    /// Once finished, the places of a turn with no call to carry them
+    /// ([`StreamDecoder::text_places`]).
+    places: Option<String>,
 }
 
 impl Kept {

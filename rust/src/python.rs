@@ -57,6 +57,14 @@ fn misuse(e: &Misuse) -> PyErr {
     MisuseError::new_err(e.to_string())
 }
 
+/// `text`, JSON the core wrote, read by `json.loads`: called with the assembler let go, as
+/// Python code may let another thread use it meanwhile.
+fn json_loads(py: Python<'_>, text: Option<String>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let Some(text) = text else { return Ok(None) };
+    let loads = py.import("json")?.getattr("loads")?;
+    Ok(Some(loads.call1((text.as_str(),))?))
+}
+
 /// An assembler already borrowed: another thread is inside one of its methods (`feed_sse`
 /// releases the GIL while it decodes a large body, and Python code a method runs, such as
 /// `json.dumps` of dict arguments, lets other threads in), or that code called back into it.
@@ -3123,14 +3131,7 @@ impl PyAssembler {
         // Parsed once the assembler is let go: `json.loads` is Python code, in which another
         // thread may take its turn and use the assembler.
         let usage = slf.try_borrow().map_err(in_use)?.decoder.usage();
-        match usage {
-            None => Ok(None),
-            Some(text) => Ok(Some(
-                py.import("json")?
-                    .getattr("loads")?
-                    .call1((text.as_str(),))?,
-            )),
-        }
+        json_loads(py, usage)
     }
 
     /// The reasoning blocks that ended whole, as the provider takes them back, in output
@@ -3151,6 +3152,23 @@ impl PyAssembler {
             blocks.append(reasoning_block(py, block)?)?;
         }
         Ok(blocks)
+    }
+
+    /// Where each text block of a turn with no call began, once finished (see
+    /// [`StreamDecoder::text_places`]): a list of `[at, reasoning]` pairs, or None.
+    #[getter]
+    fn text_places<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        // Copied out first: `json.loads` is Python code (see `usage`).
+        let places = slf
+            .try_borrow()
+            .map_err(in_use)?
+            .decoder
+            .text_places()
+            .map(str::to_owned);
+        json_loads(py, places)
     }
 
     /// Keeps an Anthropic reasoning block `feed_chunk` read whole, its bytes already counted
@@ -3230,6 +3248,16 @@ impl PyAssembler {
         let Count(at) = at;
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
         this.decoder.mark_text_block(at).map_err(|e| misuse(&e))
+    }
+
+    /// The text block `feed_chunk` began last carries this Gemini thought signature (see
+    /// [`StreamDecoder::sign_text_block`]).
+    #[pyo3(signature = (signature, /))]
+    fn _sign_text_block(slf: &Bound<'_, Self>, signature: &Bound<'_, PyString>) -> PyResult<()> {
+        // Written out before the assembler is taken, as `set_metadata` writes a value.
+        let json = dumps(slf.py(), signature.as_any(), false)?;
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.sign_text_block(&json).map_err(|e| misuse(&e))
     }
 
     /// The finish reason as sent, on the raw SSE path.

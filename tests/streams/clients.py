@@ -235,6 +235,7 @@ def assemble_both(route: Route, fmt: str, **options: Any) -> tuple[list[Any], An
         assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], plan
         assert raw.text == stream.text, plan
         assert raw.reasoning == stream.reasoning, plan
+        assert raw.text_places == stream.text_places, plan
         # Past a limit the wrapper reads no further: the finish reason and usage after it are
         # only in the bytes a gateway was given.
         past_limit = any(kind == "stream_limit" for kind, _, _ in raw.stream_errors())
@@ -382,6 +383,7 @@ def assemble_gemini(
         assert [c.metadata for c in calls] == [c.metadata for c in stream.calls], shape
         assert [c.warnings for c in calls] == [c.warnings for c in stream.calls], shape
         assert "".join(i.text for i in infos) == stream.text, shape
+        assert asm.text_places == stream.text_places, shape
         reasons = [i.finish_reason for i in infos if i.finish_reason is not None]
         assert (reasons[-1] if reasons else None) == stream.finish_reason, shape
         usages = [i.usage for i in infos if i.usage is not None]

@@ -163,12 +163,18 @@ def test_a_replayed_response_counts_its_blocks_once() -> None:
 def next_turn_as_sent(sse_server: SSEServer, events: list[dict[str, Any]]) -> list[Any]:
     """The assistant turn of `events`, with its two calls' results, as the real `anthropic`
     client sends it in the next request (to a local server)."""
-    import anthropic
-
     route = sse_server.register_events(events, FMT)
     _, stream = assemble_sync(route, FMT)
     turn = assistant_turn(stream.calls, style=FMT, text=stream.text, reasoning=stream.reasoning)
     results = tool_messages(stream.calls, [{"temp": 21}, {"ok": True}], style=FMT)
+    return sent_by_anthropic(sse_server, [*turn, *results])
+
+
+def sent_by_anthropic(sse_server: SSEServer, messages: list[dict[str, Any]]) -> list[Any]:
+    """The content of the first of `messages` (after a user message) as the real `anthropic`
+    client sends it (to a local server)."""
+    import anthropic
+
     follow_up = sse_server.register_events(anthropic_stream([], text="Done."), FMT)
     user = {"role": "user", "content": "Weather in Tokyo, and book."}
     with (
@@ -178,7 +184,7 @@ def next_turn_as_sent(sse_server: SSEServer, events: list[dict[str, Any]]) -> li
         client.messages.stream(
             model="test-model",
             max_tokens=1024,
-            messages=[user, *turn, *results],  # pyright: ignore[reportArgumentType]
+            messages=[user, *messages],  # pyright: ignore[reportArgumentType]
         ) as answer,
     ):
         assert answer.get_final_text() == "Done."

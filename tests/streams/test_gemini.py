@@ -190,7 +190,8 @@ def test_thought_parts_are_not_text(sse_server: SSEServer, split: str) -> None:
 
 def test_thought_signatures_stay_on_their_calls(sse_server: SSEServer, split: str) -> None:
     chunks = [
-        # A thought's signature is the thought's, a text's the text's: neither is a call's.
+        # A thought's signature is the thought's, a text's the text's (it goes with the text's
+        # place): neither is a call's.
         gemini_chunk({"text": "Hmm.", "thought": True, "thoughtSignature": "dGhvdWdodA=="}),
         # A signature-only part before any call goes to the next call.
         gemini_chunk({"text": "", "thoughtSignature": "Zmlyc3Q="}),
@@ -209,8 +210,8 @@ def test_thought_signatures_stay_on_their_calls(sse_server: SSEServer, split: st
         ("f", {"a": 1}, {"thought_signature": "Zmlyc3Q="}),
         ("g", {"b": 2}, {"thought_signature": "c2Vjb25k"}),
         ("h", {"c": 3}, {"thought_signature": "dGhpcmQ="}),
-        # The text after it keeps its place there, for the next turn.
-        ("k", {"d": 4}, {"thought_signature": "Zm91cnRo", "text_after": [[0, 0]]}),
+        # The text after it keeps its place there, and its signature, for the next turn.
+        ("k", {"d": 4}, {"thought_signature": "Zm91cnRo", "text_after": [[0, 0, "dGV4dA=="]]}),
     ]
 
 

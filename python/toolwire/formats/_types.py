@@ -140,6 +140,11 @@ class Sink(Protocol):
         back in its place among the calls."""
         ...
 
+    def _sign_text_block(self, signature: str, /) -> None:
+        """The text block begun last carries this Gemini thought signature: it goes with the
+        block's place, and back on its part in the next turn."""
+        ...
+
     def _keep_text(self, n: int, /) -> bool:
         """Counts `n` bytes of text kept (assistant text, a reasoning block's) toward
         `max_stream_bytes`; False (nothing counted) once the response is past a limit."""

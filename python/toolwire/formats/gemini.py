@@ -32,15 +32,19 @@ Design notes:
   a silent `{}`.
 - A thought signature (quirk 31) is kept per call as metadata `thought_signature`, in base64 as
   the REST API sends it. It sits on the call's own part (with quirk 33, on either of its two
-  parts); a part that carries nothing but a signature belongs to the call before it, or, when
-  no call came yet, to the next one. Signatures on text or thought parts are theirs, not a
-  call's.
+  parts); a part that carries nothing but a signature belongs to the call before it, or, after
+  text, to that text, or, when no call came yet, to the next one. Signatures on thought parts
+  are theirs, not a call's. One on a text part (or a signature-only part after text: Gemini
+  signs an answer without calls on its last part) goes with the place of that part's text
+  block (`Sink._sign_text_block`) and ends the block, so that the next turn sends it back on
+  that part, as Gemini requires.
 - Text parts make `ChunkInfo.text`; thought parts (`thought: true`) are the model's reasoning
   and are left out, as the Anthropic adapter leaves thinking blocks out. The first text part,
-  and the first after a call, starts a block of text (`Sink._text_block`): its place among
-  the calls goes on them at finish (metadata `text_before`, `text_after`), so that the next
-  turn sends text written after a call after it, each block a part of its own. Text parts in
-  a row, in one chunk or across chunks, are one block: a stream cuts one text into parts.
+  and the first after a call, a thought part or a signed text part, starts a block of text
+  (`Sink._text_block`): its place among the calls goes on them at finish (metadata
+  `text_before`, `text_after`; without calls, `Assembler.text_places`), so that the next turn
+  sends text written after a call after it, each block a part of its own. Text parts in a row,
+  in one chunk or across chunks, are one block: a stream cuts one text into parts.
 - Only candidate 0 is assembled (a missing `index` is 0, as the REST API omits it); other
   candidates are independent answers whose calls would otherwise be merged.
 - Finish reasons are reported as sent (`STOP`, `MAX_TOKENS`, ...). `STOP` comes with or without
@@ -641,6 +645,8 @@ class GeminiAdapter:
             self._call(call, signature, sink, info)
             return
         if get(part, "thought") is True:
+            # Text after the model's reasoning is a part of its own.
+            state.saying = False
             return
         text = get(part, "text")
         if isinstance(text, str) and text:
@@ -653,10 +659,18 @@ class GeminiAdapter:
             # What follows belongs to the text now, not to the call before it.
             state.last = None
             state.held = None
+            if signature is not None:
+                # Sent back on this part, which no text after it joins.
+                state.saying = False
+                sink._sign_text_block(signature)  # pyright: ignore[reportPrivateUsage]
             return
         if signature is None or any(_field(part, *names) is not None for names in _CONTENT):
             return
-        if state.last is not None:
+        if state.saying:
+            # The last part of the text before it (Gemini signs an answer without calls there).
+            state.saying = False
+            sink._sign_text_block(signature)  # pyright: ignore[reportPrivateUsage]
+        elif state.last is not None:
             sink.set_metadata(state.last, "thought_signature", signature)
         else:
             state.held = signature

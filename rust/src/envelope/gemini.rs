@@ -42,11 +42,14 @@
 //!   ([`made_whole`]) is the chunk made whole as its first read is (`lone_keys`), the name
 //!   U+FFFD, and read again: a refused chunk lost its calls, or a blocked prompt's stop.
 //! - Thought signatures (quirk 31) go to the call of their part, else (a signature-only part) to
-//!   the last call while no text came after it, else to the next call; as metadata
-//!   `thought_signature`, the JSON text of the base64 string.
-//! - The first text part, and the first after a call, starts a block of text
-//!   ([`Action::TextBlock`]), whose place among the calls the next turn keeps; text parts in a
-//!   row are one block (a stream cuts one text into parts), thought parts are no text.
+//!   the last call while no text came after it, else to the text block it follows, else to the
+//!   next call; as metadata `thought_signature`, the JSON text of the base64 string. One on a
+//!   text part, or a signature-only part after text, goes with that text block's place
+//!   ([`Action::TextSignature`]), and ends the block: the next turn sends it on its part.
+//! - The first text part, and the first after a call, a thought part or a signed text part,
+//!   starts a block of text ([`Action::TextBlock`]), whose place among the calls the next turn
+//!   keeps; text parts in a row are one block (a stream cuts one text into parts), thought parts
+//!   are no text.
 
 use std::borrow::Cow;
 
@@ -549,7 +552,9 @@ impl Decoder {
             return;
         }
         if part.thought.is_some_and(|t| t.get() == "true") {
-            // The model's reasoning: not text, and its signature is its own.
+            // The model's reasoning: not text, and its signature is its own; text after it is a
+            // part of its own.
+            st.saying = false;
             return;
         }
         if let Some(raw) = raw_str(part.text).filter(|r| r.len() > 2) {
@@ -563,10 +568,21 @@ impl Decoder {
             // What follows belongs to the text now, not to the call before it.
             st.last = None;
             st.held = None;
+            if let Some(json) = &signature {
+                // Sent back on this part, which no text after it joins.
+                st.saying = false;
+                emit(Action::TextSignature(json.as_ref()));
+            }
             return;
         }
         let Some(signature) = signature else { return };
         if part.has_content() {
+            return;
+        }
+        if st.saying {
+            // The last part of the text before it (Gemini signs an answer without calls there).
+            st.saying = false;
+            emit(Action::TextSignature(signature.as_ref()));
             return;
         }
         match st.last {

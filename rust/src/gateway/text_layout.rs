@@ -6,7 +6,9 @@
 //!
 //! A mark is taken once per text block, never per delta; the places go on the calls as
 //! metadata only at the end, and only when the text was not one block right before the first
-//! call, where the turn puts it anyway.
+//! call, where the turn puts it anyway. A turn with no call keeps them itself
+//! ([`TextLayout::turn_places`]). A Gemini thought signature on a text part goes with its
+//! block's place, which the next turn sends it back with.
 
 use std::fmt::Write;
 
@@ -26,12 +28,16 @@ struct Block {
     reasoning: usize,
     /// Calls started before it.
     calls: usize,
+    /// Its Gemini thought signature: where in [`TextLayout::signatures`].
+    signed: Option<usize>,
 }
 
 /// The text blocks' places in one response.
 #[derive(Debug, Default)]
 pub(super) struct TextLayout {
     blocks: Vec<Block>,
+    /// The thought signatures Gemini put on text parts, as JSON strings, each on its block.
+    signatures: Vec<String>,
     /// A replay (or too many blocks) made the places unknown.
     lost: bool,
     /// Of the raw path's text: the bytes whose characters are counted, and their count.
@@ -47,17 +53,34 @@ impl TextLayout {
         if self.lost {
             return;
         }
-        let block = Block {
+        let mut block = Block {
             at,
             reasoning,
             calls,
+            signed: None,
         };
         if let Some(last) = self.blocks.last_mut().filter(|last| last.at == at) {
+            block.signed = last.signed;
             *last = block;
         } else if self.blocks.len() == MAX_BLOCKS {
             self.lose();
         } else {
             self.blocks.push(block);
+        }
+    }
+
+    /// The block begun last carries the thought signature `json` (a JSON string), which the
+    /// next turn sends back on its part; a later one replaces it.
+    pub(super) fn sign(&mut self, json: &str) {
+        let Some(last) = self.blocks.last_mut().filter(|_| !self.lost) else {
+            return;
+        };
+        match last.signed.and_then(|i| self.signatures.get_mut(i)) {
+            Some(held) => json.clone_into(held),
+            None => {
+                last.signed = Some(self.signatures.len());
+                self.signatures.push(json.to_owned());
+            }
         }
     }
 
@@ -89,11 +112,13 @@ impl TextLayout {
     fn lose(&mut self) {
         self.lost = true;
         self.blocks = Vec::new();
+        self.signatures = Vec::new();
     }
 
     /// Writes the places on the calls as metadata: on each call, `text_before`, the blocks
     /// between the call before it and itself; on the last call, `text_after`, the blocks after
-    /// it; each block as `[characters of text before it, reasoning blocks before it]`. Nothing
+    /// it; each block as `[characters of text before it, reasoning blocks before it]` (a Gemini
+    /// text part's thought signature third, see [`TextLayout::sign`]). Nothing
     /// when the text is one block right before the first call, after the reasoning blocks
     /// that call follows (see [`TextLayout::is_plain`]): the turn sends it there anyway.
     /// `kept`: the reasoning blocks kept, in output order.
@@ -110,15 +135,28 @@ impl TextLayout {
             let (mine, after) = rest.split_at(before);
             rest = after;
             if !mine.is_empty() {
-                write_blocks(&mut json, mine);
+                self.write_blocks(&mut json, mine);
                 // Fails only after `finish`, which the caller has not reached.
                 let _ = assembler.set_metadata(ordinal, "text_before", &json);
             }
             if last && !rest.is_empty() {
-                write_blocks(&mut json, rest);
+                self.write_blocks(&mut json, rest);
                 let _ = assembler.set_metadata(ordinal, "text_after", &json);
             }
         }
+    }
+
+    /// The places of a turn that has no call to write them on (a Responses output of messages
+    /// and reasoning items, an Anthropic `pause_turn` after a server tool, a Gemini answer of
+    /// text parts): the blocks as [`TextLayout::write`] writes them, `[[at, reasoning], ...]`.
+    /// `None` when there are calls (they carry the places), no block, or the places are lost.
+    pub(super) fn turn_places(&self, calls: usize) -> Option<String> {
+        if self.lost || calls > 0 || self.blocks.is_empty() {
+            return None;
+        }
+        let mut json = String::new();
+        self.write_blocks(&mut json, &self.blocks);
+        Some(json)
     }
 
     /// The text is at most one block, at the start, right before the first call and after
@@ -132,7 +170,7 @@ impl TextLayout {
         let [only] = self.blocks.as_slice() else {
             return self.blocks.is_empty();
         };
-        if only.at != 0 || only.calls != 0 {
+        if only.at != 0 || only.calls != 0 || only.signed.is_some() {
             return false;
         }
         let count = |key| {
@@ -150,20 +188,26 @@ impl TextLayout {
             only.reasoning == count("reasoning_before").unwrap_or(0)
         }
     }
-}
 
-/// `blocks` as a JSON list of `[at, reasoning]` pairs, into `json` (cleared first).
-fn write_blocks(json: &mut String, blocks: &[Block]) {
-    json.clear();
-    json.push('[');
-    for (i, block) in blocks.iter().enumerate() {
-        if i > 0 {
-            json.push(',');
+    /// `blocks` as a JSON list of `[at, reasoning]` pairs, into `json` (cleared first); a
+    /// signed block's with its signature third.
+    fn write_blocks(&self, json: &mut String, blocks: &[Block]) {
+        json.clear();
+        json.push('[');
+        for (i, block) in blocks.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            // Writing into a `String` cannot fail.
+            let _ = write!(json, "[{},{}", block.at, block.reasoning);
+            if let Some(signature) = block.signed.and_then(|s| self.signatures.get(s)) {
+                json.push(',');
+                json.push_str(signature);
+            }
+            json.push(']');
         }
-        // Writing into a `String` cannot fail.
-        let _ = write!(json, "[{},{}]", block.at, block.reasoning);
+        json.push(']');
     }
-    json.push(']');
 }
 
 /// The characters of valid UTF-8 `text`: its bytes that do not continue a character.
@@ -216,6 +260,19 @@ mod tests {
         // Nor is text without calls, or no text.
         assert_eq!(written(&layout, 0), Vec::<Vec<_>>::new());
         assert_eq!(written(&TextLayout::default(), 1), vec![vec![]]);
+    }
+
+    #[test]
+    fn a_turn_without_calls_keeps_its_places_itself() {
+        let mut layout = TextLayout::default();
+        assert_eq!(layout.turn_places(0), None);
+        layout.mark(0, 1, 0);
+        layout.mark(7, 2, 0);
+        assert_eq!(layout.turn_places(0).as_deref(), Some("[[0,1],[7,2]]"));
+        // With calls, the calls carry them.
+        assert_eq!(layout.turn_places(1), None);
+        layout.restart(0);
+        assert_eq!(layout.turn_places(0), None);
     }
 
     #[test]
@@ -306,6 +363,32 @@ mod tests {
         assert!(!plain(0, Some("1")));
         assert!(item(r#"{"type":"web_search_call"}"#).is_hosted_item());
         assert!(!kept[0].is_hosted_item() && !item("not json").is_hosted_item());
+    }
+
+    #[test]
+    fn a_signed_text_part_keeps_its_signature_and_its_place() {
+        let mut layout = TextLayout::default();
+        layout.sign(r#""lost""#);
+        layout.mark(0, 0, 0);
+        assert_eq!(layout.turn_places(0).as_deref(), Some("[[0,0]]"));
+        layout.sign(r#""Zmlyc3Q=""#);
+        // A later signature of the same block replaces it; a block that gives way keeps it.
+        layout.sign(r#""c2Vjb25k""#);
+        layout.mark(6, 0, 0);
+        layout.mark(6, 0, 0);
+        layout.sign(r#""dGhpcmQ=""#);
+        assert_eq!(
+            layout.turn_places(0).as_deref(),
+            Some(r#"[[0,0,"c2Vjb25k"],[6,0,"dGhpcmQ="]]"#)
+        );
+        // One signed block before the first call is written: the call cannot carry it.
+        let mut one = TextLayout::default();
+        one.mark(0, 0, 0);
+        one.sign(r#""c2ln""#);
+        assert_eq!(
+            written(&one, 1),
+            vec![vec![pair("text_before", r#"[[0,0,"c2ln"]]"#)]]
+        );
     }
 
     #[test]
