@@ -474,3 +474,22 @@ def test_a_keyword_the_declared_draft_reads_otherwise_is_read_as_that_draft(
         # The pre-check may leave a refusal to validation, never refuse what it accepts.
         assert ok == expected, (value, codes)
         assert prechecked or not expected, (value, codes)
+
+
+@pytest.mark.parametrize(
+    ("items", "value", "valid"),
+    [(True, [1, "a"], True), (True, [], True), (False, [1], False), (False, [], True)],
+)
+def test_a_boolean_items_beside_unevaluated_items_in_draft_2019_is_validated(
+    items: bool, value: list[Any], valid: bool, splitter: Splitter
+) -> None:
+    # `jsonschema`'s draft 2019-09 `unevaluatedItems` raised on a boolean `items`, and every
+    # call with an array there ended as an internal error.
+    field = {"type": "array", "items": items, "unevaluatedItems": False}
+    schema = {"$schema": _DRAFT_2019, "type": "object", "properties": {"v": field}}
+    prechecked, ok, codes = _verdicts(
+        Toolset([{"name": "tool", "parameters": schema}]), {"v": value}, splitter
+    )
+    assert ok == valid, codes
+    assert valid or codes
+    assert prechecked or not valid
