@@ -441,3 +441,55 @@ def test_the_suite_dynamic_references_still_register() -> None:
                 checked += 1
     assert len(groups) > 20
     assert checked > 0
+
+
+_DRAFT_4 = "http://json-schema.org/draft-04/schema#"
+_DRAFT_7 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize(
+    ("declared", "field", "instances"),
+    [
+        # Draft 4 has no `const`, and its `integer` takes no `1.0` or `1e2`.
+        (_DRAFT_4, {"const": 1}, [1, 2, "x"]),
+        (_DRAFT_4, {"oneOf": [{"type": "integer"}, {"type": "number"}]}, [1, 1.0, 100.0, "x"]),
+        # `prefixItems` is 2020-12's: before it, `items` takes every element.
+        (_DRAFT_7, {"type": "array", "prefixItems": [{"type": "string"}]}, [[1], ["a"], [None]]),
+        (
+            _DRAFT_2019,
+            {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+            [[1, 2], ["a"], []],
+        ),
+    ],
+)
+def test_a_keyword_the_declared_draft_reads_otherwise_is_read_as_that_draft(
+    declared: str, field: dict[str, Any], instances: list[Any], splitter: Splitter
+) -> None:
+    schema = {"$schema": declared, "type": "object", "properties": {"v": field}, "required": ["v"]}
+    oracle = jsonschema.validators.validator_for(schema)(schema)
+    tools = Toolset([{"name": "tool", "parameters": schema}])
+    for value in instances:
+        expected = oracle.is_valid({"v": value})
+        prechecked, ok, codes = _verdicts(tools, {"v": value}, splitter)
+        # The pre-check may leave a refusal to validation, never refuse what it accepts.
+        assert ok == expected, (value, codes)
+        assert prechecked or not expected, (value, codes)
+
+
+@pytest.mark.parametrize(
+    ("items", "value", "valid"),
+    [(True, [1, "a"], True), (True, [], True), (False, [1], False), (False, [], True)],
+)
+def test_a_boolean_items_beside_unevaluated_items_in_draft_2019_is_validated(
+    items: bool, value: list[Any], valid: bool, splitter: Splitter
+) -> None:
+    # `jsonschema`'s draft 2019-09 `unevaluatedItems` raised on a boolean `items`, and every
+    # call with an array there ended as an internal error.
+    field = {"type": "array", "items": items, "unevaluatedItems": False}
+    schema = {"$schema": _DRAFT_2019, "type": "object", "properties": {"v": field}}
+    prechecked, ok, codes = _verdicts(
+        Toolset([{"name": "tool", "parameters": schema}]), {"v": value}, splitter
+    )
+    assert ok == valid, codes
+    assert valid or codes
+    assert prechecked or not valid

@@ -512,3 +512,35 @@ def test_a_broken_pattern_in_a_definition_no_ref_names_is_refused_at_registratio
     with pytest.raises(InvalidSchemaError) as info:
         Toolset(_tool(schema))
     assert (info.value.path, info.value.keyword) == (path, keyword)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value"),
+    [(r"^\d$", "\u0663"), (r"^\s$", "\u0085"), (r"^a.b$", "a\rb")],
+)
+def test_a_one_of_branch_whose_pattern_engines_read_apart_is_no_certain_match(
+    pattern: str, value: str, splitter: Splitter
+) -> None:
+    # ECMA-262 refuses the value that some other engine's reading of the pattern takes: only
+    # the second branch matches, which the pre-check must not call "more than one".
+    field = {"oneOf": [{"type": "string", "pattern": pattern}, {"type": "string"}]}
+    tools = Toolset(_tool({"type": "object", "properties": {"v": field}, "required": ["v"]}))
+    prechecked, outcome = streamed_call(tools, {"v": value}, splitter)
+    assert (prechecked, outcome.ok) == (True, True), outcome.errors
+
+
+@pytest.mark.parametrize("value", ["\\", "a\\", "(", "(?i)a"])
+def test_a_regex_format_value_that_is_no_pattern_is_the_model_s_format_error(
+    value: str, splitter: Splitter
+) -> None:
+    # A trailing backslash once made validation raise, and the call ended as an internal
+    # error, which tells the model nothing to fix.
+    schema = {
+        "type": "object",
+        "properties": {"p": {"type": "string", "format": "regex"}},
+        "required": ["p"],
+    }
+    _, outcome = streamed_call(Toolset(_tool(schema)), {"p": value}, splitter)
+    assert [(e.code, e.path) for e in outcome.errors] == [("format", "/p")]
+    _, outcome = streamed_call(Toolset(_tool(schema)), {"p": "^a\\\\$"}, splitter)
+    assert outcome.ok, outcome.errors

@@ -201,7 +201,8 @@ def _refuse_too_large(pattern: str) -> None:
         elif c == "\\" or c in "^$.|?*+()[]{}":
             # A class, an anchor, a group or a quantifier ends the run (a set is one step).
             run, i = 0, i + (2 if c == "\\" else 1)
-            if c == "\\" and pattern[i - 1] in "upP" and pattern.startswith("{", i):
+            # The brace first: after a `\\` that ends the pattern, `i` is past its end.
+            if c == "\\" and pattern.startswith("{", i) and pattern[i - 1] in "upP":
                 # `\\u{1F600}`, `\\p{L}`: one character, its braces no count.
                 i = max(pattern.find("}", i) + 1, i)
             elif c == "[":

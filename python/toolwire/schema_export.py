@@ -2020,7 +2020,9 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
     3.0 and draft 4 read it: `true` makes the `minimum` / `maximum` beside it exclusive, and
     `false` (or `true` with no bound to make exclusive) adds nothing. A declared `$schema`
     keeps its own reading, so draft 4's is left to `jsonschema`'s draft 4 class, and a boolean
-    under a later draft stays the schema error it is there.
+    under a later draft stays the schema error it is there. Under draft 2019-09 a boolean
+    `items` is written as the object schema it stands for (`{}`, `{"not": {}}`), which
+    `jsonschema`'s `unevaluatedItems` of that draft reads where it raises on a boolean.
 
     Returns:
         A new schema; the input is not modified.
@@ -2032,6 +2034,8 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
     """
     refuse_too_deep(schema, None)
     openapi = "$schema" not in schema
+    declared = schema.get("$schema")
+    draft_2019 = isinstance(declared, str) and "2019-09" in declared
 
     def walk(node: Any, at: str) -> Any:
         as_list = _as_list(node)
@@ -2044,6 +2048,10 @@ def as_json_schema(schema: Mapping[str, Any]) -> JsonSchema:
         for key, value in as_dict.items():
             if key == "type":
                 out[key] = _json_type(value, f"{at}/{_pointer_escape(key)}")
+            elif key == "items" and draft_2019 and isinstance(value, bool):
+                # The same schema as an object: `jsonschema`'s draft 2019-09
+                # `unevaluatedItems` takes a boolean `items` for a list and raises.
+                out[key] = {} if value else {"not": {}}
             else:
                 out[key] = _with_subschemas_mapped(
                     key,

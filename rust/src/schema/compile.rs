@@ -355,20 +355,54 @@ struct Compiler<'s> {
     nodes: Vec<Node>,
     memo: HashMap<String, NodeId>,
     unsupported: Vec<Unsupported>,
-    /// Draft 7 and older ignore the siblings of `$ref`.
-    legacy_ref: bool,
+    /// The dialect the root's `$schema` names: keywords a draft does not have are
+    /// annotations there, and draft 7 and older ignore the siblings of `$ref`.
+    draft: Draft,
     depth: u32,
 }
 
+/// The JSON Schema drafts whose vocabularies differ in what the pre-check applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Draft {
+    D4,
+    D6,
+    D7,
+    D2019,
+    D2020,
+}
+
+impl Draft {
+    /// The draft a root `$schema` names; 2020-12 without one, as the final validation reads it.
+    fn of(schema: &Value) -> Self {
+        let Some(uri) = schema.get("$schema").and_then(Value::as_str) else {
+            return Self::D2020;
+        };
+        [
+            ("draft-04", Self::D4),
+            ("draft-03", Self::D4),
+            ("draft-06", Self::D6),
+            ("draft-07", Self::D7),
+            ("2019-09", Self::D2019),
+        ]
+        .into_iter()
+        .find_map(|(name, draft)| uri.contains(name).then_some(draft))
+        .unwrap_or(Self::D2020)
+    }
+
+    /// Whether `keyword`, one the pre-check applies, is an assertion of this draft: draft 4
+    /// has no `const` and reads `exclusiveMinimum`/`exclusiveMaximum` only as the boolean
+    /// modifier of the bound beside it, and `prefixItems` is 2020-12's. A validator of the
+    /// draft ignores the others, so applying them would refuse valid arguments.
+    fn asserts(self, keyword: &str) -> bool {
+        match keyword {
+            "const" | "exclusiveMinimum" | "exclusiveMaximum" => self > Self::D4,
+            "prefixItems" => self == Self::D2020,
+            _ => true,
+        }
+    }
+}
+
 pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
-    let legacy_ref = schema
-        .get("$schema")
-        .and_then(Value::as_str)
-        .is_some_and(|s| {
-            ["draft-07", "draft-06", "draft-04", "draft-03"]
-                .iter()
-                .any(|d| s.contains(d))
-        });
     let mut true_node = Node::new("");
     true_node.trivial = true;
     let mut false_node = Node::new("");
@@ -379,7 +413,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
         nodes: vec![true_node, false_node],
         memo: HashMap::new(),
         unsupported: Vec::new(),
-        legacy_ref,
+        draft: Draft::of(schema),
         depth: 0,
     };
     refuse_foreign_patterns(schema)?;
@@ -719,7 +753,7 @@ impl Compiler<'_> {
             node.exact = false;
             return Ok(node);
         }
-        if self.legacy_ref {
+        if self.draft <= Draft::D7 {
             if let Some(r) = obj.get("$ref") {
                 self.resolve_ref(r, ptr, &mut node)?;
                 return Ok(node);
@@ -754,6 +788,14 @@ impl Compiler<'_> {
         };
         for (key, v) in obj {
             let kptr = || child_ptr(ptr, key);
+            if !self.draft.asserts(key) {
+                if key.starts_with("exclusiveM") {
+                    // Draft 4's modifier: ignoring it keeps the bound inclusive, which is looser.
+                    self.unsupported(key, ptr);
+                    node.exact = false;
+                }
+                continue;
+            }
             match key.as_str() {
                 "type" => {
                     let names: Vec<&Value> = match v {
@@ -768,6 +810,11 @@ impl Compiler<'_> {
                             .ok_or_else(|| err(&kptr(), format!("unknown type {n}")))?;
                     }
                     node.types = bits;
+                    if self.draft == Draft::D4 && bits & (T_INTEGER | T_NUMBER) == T_INTEGER {
+                        // Draft 4's `integer` takes no `1.0` or `1e2`, which the checker reads
+                        // as integers: a pass may be a value validation refuses.
+                        node.exact = false;
+                    }
                 }
                 "properties" => {
                     properties = Some(
@@ -789,14 +836,21 @@ impl Compiler<'_> {
                         }
                     }
                 }
-                "enum" => {
-                    let values = v
-                        .as_array()
-                        .ok_or_else(|| err(&kptr(), "enum must be an array"))?;
-                    node.enumeration = Some(Box::new(enum_rule("enum", values)));
-                }
-                "const" => {
-                    node.enumeration = Some(Box::new(enum_rule("const", std::slice::from_ref(v))));
+                "enum" | "const" => {
+                    let (keyword, values) = if key == "enum" {
+                        let values = v
+                            .as_array()
+                            .ok_or_else(|| err(&kptr(), "enum must be an array"))?;
+                        ("enum", values.as_slice())
+                    } else {
+                        ("const", std::slice::from_ref(v))
+                    };
+                    if node.enumeration.is_some() {
+                        // One rule is kept, for both: the other is left to the final
+                        // validation, so a pass is no certain match.
+                        node.exact = false;
+                    }
+                    node.enumeration = Some(Box::new(enum_rule(keyword, values)));
                 }
                 "allOf" => node.all_of = self.schema_list(v, ptr, "allOf")?,
                 "anyOf" => node.any_of = self.schema_list(v, ptr, "anyOf")?,
@@ -859,6 +913,11 @@ impl Compiler<'_> {
                         .as_str()
                         .ok_or_else(|| err(&kptr(), "pattern must be a string"))?;
                     if let Some(re) = pattern::compile(src) {
+                        // The check takes what any dialect matches (`\d` takes `٣`, `.` a
+                        // `\r`), so where the dialects differ a pass is no certain match.
+                        if !pattern::dialects_agree(src) {
+                            node.exact = false;
+                        }
                         string.pattern = Some((re, src.into()));
                     } else {
                         self.unsupported(key, ptr);

@@ -233,6 +233,13 @@ pub(crate) fn compile(pattern: &str) -> Option<Pattern> {
     build(pattern, &translate(pattern, true)?)
 }
 
+/// Whether every dialect reads `pattern` as [`compile`] runs it (no class escape, `.`, or
+/// other construct whose meaning differs between ECMA-262, Rust and Python).
+pub(crate) fn dialects_agree(pattern: &str) -> bool {
+    let wide = translate(pattern, true);
+    wide.is_some() && wide == translate(pattern, false)
+}
+
 fn build(pattern: &str, translated: &str) -> Option<Pattern> {
     let regex = regex::RegexBuilder::new(translated)
         .size_limit(1 << 22)

@@ -616,6 +616,74 @@ fn one_of_branch_that_passes_a_format_check_is_no_certain_match() {
 }
 
 #[test]
+fn one_of_branch_whose_pattern_the_dialects_read_apart_is_no_certain_match() {
+    // The pattern check takes what any dialect matches: `\d` takes `٣` and `\s` U+0085 for
+    // Python, `.` takes `\r` for Rust, none of which ECMA-262 (a plain tool's validation)
+    // does, so the other branch may be the only match there.
+    for (pattern, text) in [
+        (r"^\d$", r#""\u0663""#),
+        (r"^\s$", r#""\u0085""#),
+        (r"^a.b$", r#""a\rb""#),
+        (r"^[^\d]$", r#""\u0663""#),
+    ] {
+        let s = json!({"oneOf": [{"type": "string", "pattern": pattern}, {"type": "string"}]});
+        ok(&s, text);
+    }
+    // A pattern every dialect reads alike still counts as a certain match.
+    let s = json!({"oneOf": [{"type": "string", "pattern": "^[0-9]$"}, {"type": "string"}]});
+    assert_eq!(one(&s, "\"3\""), at(2, "", "oneOf"));
+}
+
+#[test]
+fn one_of_branch_with_both_enum_and_const_is_no_certain_match() {
+    // Only one of the two rules is checked; the other may refuse the value in validation.
+    for branch in [
+        json!({"const": "b", "enum": ["a", "b"]}),
+        json!({"enum": ["a", "b"], "const": "b"}),
+    ] {
+        let s = json!({"oneOf": [branch, {"enum": ["a"]}]});
+        ok(&s, "\"a\"");
+        assert_eq!(one(&s, "\"c\"").2, "oneOf");
+    }
+}
+
+#[test]
+fn keywords_a_draft_lacks_are_annotations_there() {
+    let d4 = "http://json-schema.org/draft-04/schema#";
+    let d7 = "http://json-schema.org/draft-07/schema#";
+    let d2019 = "https://json-schema.org/draft/2019-09/schema";
+    // Draft 4 has no `const`.
+    let s = json!({"$schema": d4, "properties": {"a": {"const": 1}}});
+    ok(&s, r#"{"a": 2}"#);
+    // Nor numeric exclusive bounds: only the boolean modifier of `minimum`.
+    let s = json!({"$schema": d4, "properties": {"a": {"exclusiveMinimum": 5}}});
+    ok(&s, r#"{"a": 3}"#);
+    // `prefixItems` is 2020-12's; before it, `items` takes every element.
+    for draft in [d4, d7, d2019] {
+        let s =
+            json!({"$schema": draft, "properties": {"a": {"prefixItems": [{"type": "string"}]}}});
+        ok(&s, r#"{"a": [1]}"#);
+    }
+    let s = json!({"$schema": d7, "properties": {"a": {
+        "prefixItems": [{"type": "string"}], "items": {"type": "integer"}}}});
+    assert_eq!(one(&s, r#"{"a": ["x"]}"#), at(7, "/a/0", "type"));
+    // Without `$schema`, 2020-12, they assert.
+    let s = json!({"properties": {"a": {"const": 1}}});
+    assert_eq!(one(&s, r#"{"a": 2}"#), at(7, "/a", "const"));
+}
+
+#[test]
+fn draft4_integer_branch_is_no_certain_match() {
+    // Draft 4 reads `1.0` as no integer, so the `number` branch alone takes it.
+    let s = json!({"$schema": "http://json-schema.org/draft-04/schema#",
+        "oneOf": [{"type": "integer"}, {"type": "number"}]});
+    ok(&s, "1.0");
+    ok(&s, "1e2");
+    let s = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
+    assert_eq!(one(&s, "1.0"), at(3, "", "oneOf"));
+}
+
+#[test]
 fn alternatives_of_one_type_are_told_apart_in_the_expected_words() {
     let expected = |schema: &Value, text: &str| {
         let errs = run(schema, text);
