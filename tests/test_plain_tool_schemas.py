@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from ipaddress import IPv4Address, IPv6Address
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import UUID
 
 import jsonschema._keywords
@@ -1814,14 +1814,40 @@ _JSON = st.recursive(
 )
 
 
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON Schema's equality, pair by pair: numbers by value (`1` is `1.0`, `0` is `-0.0`),
+    `true` apart from `1`, key order ignored, at any depth."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        pairs = zip(cast("list[Any]", a), cast("list[Any]", b), strict=False)
+        return len(cast("list[Any]", a)) == len(cast("list[Any]", b)) and all(
+            _json_equal(x, y) for x, y in pairs
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        da, db = cast("dict[str, Any]", a), cast("dict[str, Any]", b)
+        return da.keys() == db.keys() and all(_json_equal(da[k], db[k]) for k in da)
+    return type(a) is type(b) and a == b
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_JSON, max_size=5))
-def test_unique_items_verdicts_are_jsonschemas(items: list[Any]) -> None:
-    # Numbers by value (`1` is `1.0`, `0` is `-0.0`), `true` apart from `1`, key order
-    # ignored, at any depth: exactly what `jsonschema`'s own comparison finds.
+def test_unique_items_verdicts_are_json_schema_equality(items: list[Any]) -> None:
+    # Checked against the rule itself, pair by pair: `jsonschema`'s own check sorts the items
+    # with Python's `==`, where `0 == False`, and then misses repeats that sort apart
+    # (it calls `[[0, false], [false, false], [0, false]]` unique).
     schema = {"type": "array", "uniqueItems": True}
-    expected = Draft202012Validator(schema).is_valid(items)
+    expected = not any(_json_equal(items[i], items[j]) for i in range(len(items)) for j in range(i))
     assert extended_validator(Draft202012Validator)(schema).is_valid(items) is expected
+
+
+def test_unique_items_finds_a_repeat_that_sorts_apart_from_its_twin() -> None:
+    schema = {"type": "array", "uniqueItems": True}
+    repeated = [[0, False], [False, False], [0, False]]
+    assert not extended_validator(Draft202012Validator)(schema).is_valid(repeated)
+    assert extended_validator(Draft202012Validator)(schema).is_valid([[0, False], [False, 0]])
 
 
 def test_a_pattern_re_warns_about_neither_raises_nor_warns() -> None:
