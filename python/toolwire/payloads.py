@@ -1772,7 +1772,8 @@ def assistant_turn(
     `StreamEnded.reasoning`): Anthropic's thinking blocks (an extended-thinking turn with tools
     is refused without them) and server blocks (a server tool's call, `server_tool_use`, and
     its result, which Anthropic ran: no result answers them) and Bedrock's `reasoningContent`
-    blocks go back where they came,
+    blocks and server tool blocks (`toolUse` of `type` `server_tool_use`, and `toolResult`)
+    go back where they came,
     as the API wants the message echoed: each call after the blocks that came before it
     (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
     puts blocks between the calls), blocks after the last call at the end; with calls that
@@ -1825,8 +1826,9 @@ def assistant_turn(
         reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
             it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and its
             server blocks (`server_tool_use`, `web_search_tool_result`...) and with
-            `"bedrock-converse"` its `reasoningContent` blocks in their places among the
-            calls (first, before the text and the calls, when no call says its place);
+            `"bedrock-converse"` its `reasoningContent` and server tool blocks in their
+            places among the calls (first, before the text and the calls, when no call says
+            its place);
             with `"openai-responses"` its `reasoning` items each right before the item that
             followed it in the output, and its hosted items in their places.
 
@@ -2216,11 +2218,26 @@ def _reasoning_blocks(
                     f"item has its id; message, function_call and custom_tool_call items are "
                     f"made from the text and the calls): {block!r:.80}"
                 )
-        elif said not in kinds:
+        elif said not in kinds and not _converse_server_block(said, cast(object, block)):
             raise TypeError(
-                f"reasoning[{index}] is no {' or '.join(kinds)} block for {style!r}: {block!r:.80}"
+                f"reasoning[{index}] is no {' or '.join(kinds)} block or server tool block for "
+                f"{style!r}: {block!r:.80}"
             )
     return [copy.deepcopy(dict(cast(Mapping[str, Any], block))) for block in blocks]
+
+
+def _converse_server_block(kind: object, block: object) -> bool:
+    """Whether a Bedrock block (of one member, `kind`) is a server tool's that the assembler
+    keeps with the reasoning blocks: a `toolUse` of `type` `server_tool_use`, a `toolResult`."""
+    if kind == "toolResult":
+        return True
+    if kind != "toolUse":
+        return False
+    # `kind` is the one member of a mapping: `block` is one.
+    tool: object = cast(Mapping[str, object], block).get("toolUse")
+    return isinstance(tool, Mapping) and cast(Mapping[str, object], tool).get("type") == (
+        "server_tool_use"
+    )
 
 
 def _responses_kept(kind: object, item_id: object) -> bool:

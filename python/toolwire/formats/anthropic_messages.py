@@ -41,7 +41,6 @@ Design notes:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -61,11 +60,12 @@ from toolwire.formats._reasoning import (
     Thought,
     close,
     drop,
-    hold,
+    hold_block,
     item_value,
+    keep_block,
+    read_input,
     sign,
     think,
-    value_json,
 )
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
@@ -431,40 +431,22 @@ def _start_thought(state: _State, index: int, block: object, redacted: bool, sin
 
 
 def _start_server_block(state: _State, index: int, block: object, sink: Sink) -> None:
-    """A server tool's call or result starts: held whole, as JSON text is counted, and never a
-    call; nothing is kept once the response is refused."""
-    if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
-        return
-    value = item_value(block)
-    thought = Thought(False)
-    if isinstance(value, dict) and hold(thought, len(value_json(value).encode()), sink):
-        thought.block = cast("dict[str, Any]", value)
-    state.thoughts[index] = thought
+    """A server tool's call or result starts: held whole (`hold_block`), never a call."""
+    thought = hold_block(item_value(block), sink)
+    if thought is not None:
+        state.thoughts[index] = thought
 
 
 def _end_server_block(thought: Thought, block: dict[str, Any], text: str, sink: Sink) -> bool:
-    """A server block stopped: kept with its input (`text`, its `input_json_delta`s), the
-    whole block counted as kept in place of what it counted while it streamed; left out when
-    its input is no JSON value. Whether it was kept."""
+    """A server block stopped: kept with its input (`text`, its `input_json_delta`s); left out
+    when its input is no JSON value. Whether it was kept."""
     if text.strip(" \t\n\r"):
         try:
-            block["input"] = json.loads(text, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            block["input"] = read_input(text)
+        except ValueError:
             drop(thought, sink)
             return False
-    drop(thought, sink)
-    if thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
-        return False
-    kept = value_json(block)
-    if not sink._keep_text(len(kept.encode())):  # pyright: ignore[reportPrivateUsage]
-        return False
-    sink._keep_reasoning_item(kept)  # pyright: ignore[reportPrivateUsage]
-    return True
-
-
-def _no_constant(name: str) -> object:
-    """Refuses `NaN` and `Infinity`, which are no JSON (the raw SSE path refuses them too)."""
-    raise ValueError(f"{name} is no JSON value")
+    return keep_block(thought, block, sink)
 
 
 def _end_thought(thought: Thought, sink: Sink) -> bool:
