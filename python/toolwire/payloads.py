@@ -1804,7 +1804,11 @@ def assistant_turn(
     with no call). They are no calls: `tool_messages` answers none of them (an item the
     application answers itself, such as a `computer_call`, needs its output appended by the
     application). An Anthropic call made by code execution (programmatic tool calling) goes
-    with its `caller` (metadata `caller`, set by the assembler), as the API wants it back.
+    with its `caller` (metadata `caller`, set by the assembler), and one of an MCP toolset's
+    tools with its `toolset_name` (metadata `toolset_name`), as the API wants them back; an
+    Anthropic text block with the citations the stream gave it (metadata `citations`, set by
+    the assembler at finish: `[characters of the text before the block, [citation, ...]]` per
+    cited block), which `text` must then be the stream's own to place.
     A call of a tool declared inside a Responses `namespace` tool goes with its
     `namespace` (metadata `namespace`, set by the assembler) beside its bare name. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
@@ -1873,9 +1877,11 @@ def assistant_turn(
         parts = _interleaved(calls, [], said, _gemini_text, [_gemini_call(call) for call in calls])
         return [{"role": "model", "parts": parts}] if parts else []
     uses: list[dict[str, Any]]
+    cited: dict[int, list[Any]] | None = None
     if style == "anthropic":
         said_block = _anthropic_text
         uses = [_anthropic_use(call) for call in calls]
+        cited = _citations(calls)
     else:
         said_block = _converse_text
         uses = [
@@ -1888,22 +1894,44 @@ def assistant_turn(
             }
             for call in calls
         ]
-    blocks = _interleaved(calls, thoughts, said, said_block, uses)
+    blocks = _interleaved(calls, thoughts, said, said_block, uses, cited)
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _citations(calls: Sequence[_SentCall]) -> dict[int, list[Any]]:
+    """The citations of the Anthropic text blocks, by where each block began (characters of the
+    text before it), as the assembler wrote them on the calls (metadata `citations`, a list of
+    `[at, [citation, ...]]`); entries of another shape are ignored."""
+    cited: dict[int, list[Any]] = {}
+    for call in calls:
+        listed: object = _metadata(call).get("citations")
+        if not isinstance(listed, list):
+            continue
+        for entry in cast(list[object], listed):
+            if isinstance(entry, list) and len(cast(list[object], entry)) == 2:
+                at, citations = cast(list[object], entry)
+                if _count(at) and isinstance(citations, list):
+                    cited.setdefault(at, []).extend(cast(list[Any], citations))
+    return cited
 
 
 def _anthropic_use(call: _SentCall) -> dict[str, Any]:
     """A call as an Anthropic `tool_use` block, with the `caller` the stream gave it
-    (programmatic tool calling: the code execution that made it), which the API wants back."""
+    (programmatic tool calling: the code execution that made it) and its `toolset_name` (a
+    tool of an MCP toolset), which the API wants back."""
     use: dict[str, Any] = {
         "type": "tool_use",
         "id": sent_id(call_id_for(call), "anthropic"),
         "name": _sent_name(call),
         "input": _arguments_object(call),
     }
-    caller: object = _metadata(call).get("caller")
+    metadata = _metadata(call)
+    caller: object = metadata.get("caller")
     if isinstance(caller, Mapping):
         use["caller"] = copy.deepcopy(dict(cast(Mapping[str, Any], caller)))
+    toolset: object = metadata.get("toolset_name")
+    if isinstance(toolset, str):
+        use["toolset_name"] = toolset
     return use
 
 
@@ -1927,6 +1955,7 @@ def _interleaved(
     said: str,
     said_block: Callable[[str], dict[str, Any] | None],
     uses: list[dict[str, Any]],
+    cited: Mapping[int, list[Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The blocks of an Anthropic or Bedrock turn (the parts of a Gemini one, which has no reasoning
     blocks) in the order the model wrote them: each call right after the reasoning blocks that came
@@ -1935,19 +1964,29 @@ def _interleaved(
     after the last call at the end. The API wants the message back as it came; interleaved thinking
     puts reasoning between the calls, and a model may write text between or after them. Without
     places the text is one block right before the first call; calls that carry no count (none came
-    before them, or calls made by hand) follow all the reasoning when none has one."""
+    before them, or calls made by hand) follow all the reasoning when none has one. An Anthropic
+    text block goes with the citations `cited` holds for where it began (`_citations`)."""
+
+    def said_at(piece: str, at: int) -> dict[str, Any] | None:
+        block = said_block(piece)
+        citations = (cited or {}).get(at)
+        if block is not None and citations:
+            block["citations"] = copy.deepcopy(citations)
+        return block
+
     counts = [_counted(_metadata(call), "reasoning_before") for call in calls]
     places = _text_places(calls, len(said))
     if places is None:
-        first = said_block(said)
+        first = said_at(said, 0)
         said_blocks = [] if first is None else [first]
         if not any(counts):
             return thoughts + said_blocks + uses
         places = [(0, 0, count) for count in counts[:1]] if said_blocks else []
     # Each text block, by the number of calls before it, with the reasoning count before it.
     texts: dict[int, list[tuple[dict[str, Any] | None, int]]] = {}
-    for gap, piece, reasoning in _text_blocks(said, places):
-        texts.setdefault(gap, []).append((said_block(piece), reasoning))
+    pieces = _text_blocks(said, places)
+    for (_, at, _), (gap, piece, reasoning) in zip(places, pieces, strict=True):
+        texts.setdefault(gap, []).append((said_at(piece, at), reasoning))
     ordered: list[tuple[dict[str, Any] | None, int]] = []
     for gap, (use, count) in enumerate(zip(uses, counts, strict=True)):
         ordered += texts.get(gap, [])

@@ -1302,6 +1302,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_drop_reasoning": lambda a: a._drop_reasoning(),
     "_forget_reasoning": lambda a: a._forget_reasoning(),
     "_mark_text_block": lambda a: a._mark_text_block(0),
+    "_keep_citation": lambda a: a._keep_citation('{"type":"char_location"}'),
     "_set_aside": lambda a: a._set_aside(0, '{"b": 2}'),
     "_hold_fragment": lambda a: a._hold_fragment(1),
     "_release": lambda a: a._release(1),

@@ -29,9 +29,16 @@ Design notes:
   checked against a client tool's schema. It is kept whole with the thinking blocks for the
   next turn, in its place (a call after it counts it in `reasoning_before`), its input from
   its `input_json_delta`s, held and counted as thinking is; one whose input is no JSON value,
-  or that never stopped, is left out, as on the raw SSE path.
+  or that never stopped, is left out, as on the raw SSE path. A `compaction` block (context
+  management) takes its `compaction_delta`s as the `anthropic` SDK's accumulator does: each
+  sets the block's `content` and `encrypted_content`, a member it lacks to null.
 - A `tool_use` block's `caller` (programmatic tool calling: the code execution that made the
-  call) is kept as metadata `caller`, which the next turn sends back on the call's block.
+  call) is kept as metadata `caller`, and its `toolset_name` (a tool of an MCP toolset) as
+  metadata `toolset_name`: the next turn sends both back on the call's block.
+- A text block's citations (a `citations` list on its start, then each `citations_delta`'s
+  `citation`, in order, as the `anthropic` SDK's accumulator appends them) go on the calls at
+  finish as metadata `citations` (`Sink._keep_citation`): the next turn sends the block back
+  with them. Counted toward `max_stream_bytes` as assistant text is; as on the raw SSE path.
 - Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
 - `thinking` and `redacted_thinking` blocks are kept for the next request
   (`Assembler.reasoning`), as on the raw SSE path (`rust/src/envelope/thinking.rs` says how):
@@ -60,12 +67,14 @@ from toolwire.formats._reasoning import (
     Thought,
     close,
     drop,
+    hold,
     hold_block,
     item_value,
     keep_block,
     read_input,
     sign,
     think,
+    value_json,
 )
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
@@ -116,6 +125,8 @@ class _State:
     blocks: dict[int, _Block] = field(default_factory=lambda: {})
     # Open blocks that are not `tool_use` (text, thinking, server tools): not ours.
     others: set[int] = field(default_factory=lambda: set())
+    # Open text blocks: a `citations_delta` is one's own.
+    texts: set[int] = field(default_factory=lambda: set())
     usage: dict[str, Any] = field(default_factory=lambda: {})
     # A tool block that stopped with no input, whose end waits for the next event: its index
     # and its placeholder (one that says nothing, so none is held), and the block's id.
@@ -253,6 +264,7 @@ class AnthropicMessagesAdapter:
         if thought is not None:
             drop(thought, sink)
         state.others.discard(index)
+        state.texts.discard(index)
         if block_type != "tool_use":
             state.others.add(index)
         if block_type in ("thinking", "redacted_thinking"):
@@ -260,9 +272,14 @@ class AnthropicMessagesAdapter:
             return
         if block_type == "text":
             sink._text_block()  # pyright: ignore[reportPrivateUsage]
+            state.texts.add(index)
             text = get(block, "text")
             if isinstance(text, str):
                 info.text += text
+            citations = get(block, "citations")
+            if isinstance(citations, (list, tuple)):
+                for citation in cast("list[object]", citations):
+                    _cite(citation, sink)
             return
         if block_type != "tool_use":
             _start_server_block(state, index, block, sink)
@@ -283,6 +300,10 @@ class AnthropicMessagesAdapter:
         if isinstance(caller, dict):
             # Programmatic tool calling: the next turn sends it back on the call's block.
             sink.set_metadata(index, "caller", caller)
+        toolset = get(block, "toolset_name")
+        if isinstance(toolset, str):
+            # A tool of an MCP toolset: the next turn sends the call back with its toolset.
+            sink.set_metadata(index, "toolset_name", toolset)
         started = self._placeholder(index, get(block, "input"), sink)
         # A blank id (`""`, `"null"`) names no block, as on the raw path.
         started.id = wire_id if wire_id not in (None, "", "null") else None
@@ -330,6 +351,14 @@ class AnthropicMessagesAdapter:
                     sign(thought, signature, sink)
             return
         if delta_type != "input_json_delta":
+            # Looked for only here: a call's fragment and text pay nothing for them.
+            if delta_type == "citations_delta":
+                if (given or 0) in self._state.texts:
+                    _cite(get(delta, "citation"), sink)
+            elif delta_type == "compaction_delta":
+                thought = self._state.thoughts.get(given or 0)
+                if thought is not None and thought.block is not None:
+                    _compact(thought, thought.block, delta, sink)
             return
         # A missing index is block 0, as on the raw SSE path.
         index = given or 0
@@ -368,6 +397,7 @@ class AnthropicMessagesAdapter:
         self._state.note(given)
         index = given or 0
         self._state.others.discard(index)
+        self._state.texts.discard(index)
         thought = self._state.thoughts.pop(index, None)
         if thought is not None and _end_thought(thought, sink):
             self._state.kept += 1
@@ -435,6 +465,27 @@ def _start_server_block(state: _State, index: int, block: object, sink: Sink) ->
     thought = hold_block(item_value(block), sink)
     if thought is not None:
         state.thoughts[index] = thought
+
+
+def _cite(citation: object, sink: Sink) -> None:
+    """Keeps a citation of the text block open, if it is an object (`Sink._keep_citation`)."""
+    value = item_value(citation)
+    if isinstance(value, dict):
+        sink._keep_citation(value_json(value))  # pyright: ignore[reportPrivateUsage]
+
+
+def _compact(thought: Thought, block: dict[str, Any], delta: object, sink: Sink) -> None:
+    """A `compaction_delta` sets the block's `content` and `encrypted_content`, a member the
+    delta lacks to null, as the `anthropic` SDK's accumulator does; the block is counted anew."""
+    if block.get("type") != "compaction" or thought.dead:
+        return
+    old = len(value_json(block).encode())
+    thought.counted -= old
+    sink._release(old)  # pyright: ignore[reportPrivateUsage]
+    for name in ("content", "encrypted_content"):
+        value = get(delta, name)
+        block[name] = value if isinstance(value, str) else None
+    hold(thought, len(value_json(block).encode()), sink)
 
 
 def _end_server_block(thought: Thought, block: dict[str, Any], text: str, sink: Sink) -> bool:
