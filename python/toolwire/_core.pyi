@@ -903,6 +903,17 @@ class Assembler:
         Raises:
             MisuseError: After `finish`.
         """
+    def _keep_citation(self, json: str, /) -> bool:
+        """Keeps a citation (JSON text of an object, written as the raw SSE path writes it) of
+        the Anthropic text block that `feed_chunk` read start last (`_mark_text_block`): the
+        calls get it at `finish`, as metadata `citations` (`[at, [citation, ...]]` per block,
+        on the first call after the block, or the last call); False when it does not fit
+        `max_stream_bytes`. One with no text block's place (none started, or a replay let the
+        places go) is not kept.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
     def _check_summary(
         self, ordinal: int, full: bytes, /
     ) -> Literal["same", "fill", "extend", "mismatch"]:

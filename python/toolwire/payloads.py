@@ -1790,7 +1790,8 @@ def assistant_turn(
     `StreamEnded.reasoning`): Anthropic's thinking blocks (an extended-thinking turn with tools
     is refused without them) and server blocks (a server tool's call, `server_tool_use`, and
     its result, which Anthropic ran: no result answers them) and Bedrock's `reasoningContent`
-    blocks go back where they came,
+    blocks and server tool blocks (`toolUse` of `type` `server_tool_use`, and `toolResult`)
+    go back where they came,
     as the API wants the message echoed: each call after the blocks that came before it
     (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
     puts blocks between the calls), blocks after the last call at the end; with calls that
@@ -1823,7 +1824,11 @@ def assistant_turn(
     with no call). They are no calls: `tool_messages` answers none of them (an item the
     application answers itself, such as a `computer_call`, needs its output appended by the
     application). An Anthropic call made by code execution (programmatic tool calling) goes
-    with its `caller` (metadata `caller`, set by the assembler), as the API wants it back.
+    with its `caller` (metadata `caller`, set by the assembler), and one of an MCP toolset's
+    tools with its `toolset_name` (metadata `toolset_name`), as the API wants them back; an
+    Anthropic text block with the citations the stream gave it (metadata `citations`, set by
+    the assembler at finish: `[characters of the text before the block, [citation, ...]]` per
+    cited block), which `text` must then be the stream's own to place.
     A call of a tool declared inside a Responses `namespace` tool goes with its
     `namespace` (metadata `namespace`, set by the assembler) beside its bare name. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
@@ -1845,8 +1850,9 @@ def assistant_turn(
         reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
             it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and its
             server blocks (`server_tool_use`, `web_search_tool_result`...) and with
-            `"bedrock-converse"` its `reasoningContent` blocks in their places among the
-            calls (first, before the text and the calls, when no call says its place);
+            `"bedrock-converse"` its `reasoningContent` and server tool blocks in their
+            places among the calls (first, before the text and the calls, when no call says
+            its place);
             with `"openai-responses"` its `reasoning` items each right before the item that
             followed it in the output, and its hosted items in their places.
         text_places: The places of the text blocks of a turn with no call
@@ -1900,9 +1906,11 @@ def assistant_turn(
         parts = _interleaved(calls, [], said, _gemini_text, uses, turn)
         return [{"role": "model", "parts": parts}] if parts else []
     uses: list[dict[str, Any]]
+    cited: dict[int, list[Any]] | None = None
     if style == "anthropic":
         said_block = _anthropic_text
         uses = [_anthropic_use(call) for call in calls]
+        cited = _citations(calls)
     else:
         said_block = _converse_text
         uses = [
@@ -1915,22 +1923,44 @@ def assistant_turn(
             }
             for call in calls
         ]
-    blocks = _interleaved(calls, thoughts, said, said_block, uses, turn)
+    blocks = _interleaved(calls, thoughts, said, said_block, uses, turn, cited)
     return [{"role": "assistant", "content": blocks}] if blocks else []
+
+
+def _citations(calls: Sequence[_SentCall]) -> dict[int, list[Any]]:
+    """The citations of the Anthropic text blocks, by where each block began (characters of the
+    text before it), as the assembler wrote them on the calls (metadata `citations`, a list of
+    `[at, [citation, ...]]`); entries of another shape are ignored."""
+    cited: dict[int, list[Any]] = {}
+    for call in calls:
+        listed: object = _metadata(call).get("citations")
+        if not isinstance(listed, list):
+            continue
+        for entry in cast(list[object], listed):
+            if isinstance(entry, list) and len(cast(list[object], entry)) == 2:
+                at, citations = cast(list[object], entry)
+                if _count(at) and isinstance(citations, list):
+                    cited.setdefault(at, []).extend(cast(list[Any], citations))
+    return cited
 
 
 def _anthropic_use(call: _SentCall) -> dict[str, Any]:
     """A call as an Anthropic `tool_use` block, with the `caller` the stream gave it
-    (programmatic tool calling: the code execution that made it), which the API wants back."""
+    (programmatic tool calling: the code execution that made it) and its `toolset_name` (a
+    tool of an MCP toolset), which the API wants back."""
     use: dict[str, Any] = {
         "type": "tool_use",
         "id": sent_id(call_id_for(call), "anthropic"),
         "name": _sent_name(call),
         "input": _arguments_object(call),
     }
-    caller: object = _metadata(call).get("caller")
+    metadata = _metadata(call)
+    caller: object = metadata.get("caller")
     if isinstance(caller, Mapping):
         use["caller"] = copy.deepcopy(dict(cast(Mapping[str, Any], caller)))
+    toolset: object = metadata.get("toolset_name")
+    if isinstance(toolset, str):
+        use["toolset_name"] = toolset
     return use
 
 
@@ -1963,6 +1993,7 @@ def _interleaved(
     said_block: _SaidBlock,
     uses: list[dict[str, Any]],
     turn: Sequence[Sequence[object]] | None = None,
+    cited: Mapping[int, list[Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The blocks of an Anthropic or Bedrock turn (the parts of a Gemini one, which has no reasoning
     blocks) in the order the model wrote them: each call right after the reasoning blocks that came
@@ -1971,19 +2002,29 @@ def _interleaved(
     after the last call at the end. The API wants the message back as it came; interleaved thinking
     puts reasoning between the calls, and a model may write text between or after them. Without
     places the text is one block right before the first call; calls that carry no count (none came
-    before them, or calls made by hand) follow all the reasoning when none has one."""
+    before them, or calls made by hand) follow all the reasoning when none has one. An Anthropic
+    text block goes with the citations `cited` holds for where it began (`_citations`)."""
+
+    def said_at(piece: str, at: int, signature: str | None = None) -> dict[str, Any] | None:
+        block = said_block(piece, signature)
+        citations = (cited or {}).get(at)
+        if block is not None and citations:
+            block["citations"] = copy.deepcopy(citations)
+        return block
+
     counts = [_counted(_metadata(call), "reasoning_before") for call in calls]
     places = _text_places(calls, len(said), turn)
     if places is None:
-        first = said_block(said, None)
+        first = said_at(said, 0)
         said_blocks = [] if first is None else [first]
         if not any(counts):
             return thoughts + said_blocks + uses
         places = [_Place(0, 0, count) for count in counts[:1]] if said_blocks else []
     # Each text block, by the number of calls before it, with the reasoning count before it.
     texts: dict[int, list[tuple[dict[str, Any] | None, int]]] = {}
-    for gap, piece, reasoning, signature in _text_blocks(said, places):
-        texts.setdefault(gap, []).append((said_block(piece, signature), reasoning))
+    pieces = _text_blocks(said, places)
+    for place, (gap, piece, reasoning, signature) in zip(places, pieces, strict=True):
+        texts.setdefault(gap, []).append((said_at(piece, place.at, signature), reasoning))
     ordered: list[tuple[dict[str, Any] | None, int]] = []
     for gap, (use, count) in enumerate(zip(uses, counts, strict=True)):
         ordered += texts.get(gap, [])
@@ -2292,11 +2333,26 @@ def _reasoning_blocks(
                     f"item has its id; message, function_call and custom_tool_call items are "
                     f"made from the text and the calls): {block!r:.80}"
                 )
-        elif said not in kinds:
+        elif said not in kinds and not _converse_server_block(said, cast(object, block)):
             raise TypeError(
-                f"reasoning[{index}] is no {' or '.join(kinds)} block for {style!r}: {block!r:.80}"
+                f"reasoning[{index}] is no {' or '.join(kinds)} block or server tool block for "
+                f"{style!r}: {block!r:.80}"
             )
     return [copy.deepcopy(dict(cast(Mapping[str, Any], block))) for block in blocks]
+
+
+def _converse_server_block(kind: object, block: object) -> bool:
+    """Whether a Bedrock block (of one member, `kind`) is a server tool's that the assembler
+    keeps with the reasoning blocks: a `toolUse` of `type` `server_tool_use`, a `toolResult`."""
+    if kind == "toolResult":
+        return True
+    if kind != "toolUse":
+        return False
+    # `kind` is the one member of a mapping: `block` is one.
+    tool: object = cast(Mapping[str, object], block).get("toolUse")
+    return isinstance(tool, Mapping) and cast(Mapping[str, object], tool).get("type") == (
+        "server_tool_use"
+    )
 
 
 def _responses_kept(kind: object, item_id: object) -> bool:

@@ -290,6 +290,10 @@ pub enum Action<'a> {
     /// The text block begun last carries this Gemini thought signature (a JSON string): the
     /// next turn sends it back on that block's part.
     TextSignature(&'a str),
+    /// A citation (JSON text of an object, as [`canonical`] writes it) of the text block that
+    /// started last (Anthropic `citations_delta`, or a `citations` list on the block's start):
+    /// the next turn sends the block back with it, counted as assistant text is.
+    Citation(&'a str),
     /// A usage object, as raw JSON text.
     Usage(&'a str),
     /// A finish reason: the raw value and its normalized meaning.
@@ -692,6 +696,24 @@ wire_struct! {
         /// A `tool_use` block's caller: the code that made the call, with programmatic tool
         /// calling.
         caller: Option<&'a RawValue> = "caller",
+        /// A `tool_use` block's toolset (a tool of an MCP toolset).
+        toolset_name: Option<&'a RawValue> = "toolset_name",
+        /// A `text` block's citations so far.
+        citations: Option<&'a RawValue> = "citations",
+    }
+}
+
+wire_struct! {
+    /// The members of an Anthropic `content_block_delta`'s `delta` that only rare deltas
+    /// carry, read apart from [`AnthropicDelta`] so that the text and argument deltas do not
+    /// pay for them.
+    struct RareDelta<'a> {
+        /// A `citations_delta`'s citation.
+        citation: Option<&'a RawValue> = "citation",
+        /// A `compaction_delta`'s summary.
+        content: Option<&'a RawValue> = "content",
+        /// A `compaction_delta`'s opaque metadata.
+        encrypted_content: Option<&'a RawValue> = "encrypted_content",
     }
 }
 
@@ -720,6 +742,8 @@ wire_struct! {
 struct BlockState {
     index: i64,
     tool: bool,
+    /// A `text` block: `citations_delta`s are its own.
+    text: bool,
     /// A non-empty `input_json_delta` arrived (Anthropic sends an empty one first).
     got_delta: bool,
     /// A delta held more than JSON whitespace: only then did the input start. A block cut by
@@ -2666,6 +2690,7 @@ impl Decoder {
                 let mut state = BlockState {
                     index,
                     tool,
+                    text: block.kind.as_str() == "text",
                     got_delta: false,
                     got_content: false,
                     input: Placeholder::NONE,
@@ -2694,15 +2719,18 @@ impl Decoder {
                             json: &json,
                         });
                     }
-                    if let Some(caller) = block.caller.filter(|c| c.get().starts_with('{')) {
-                        // The next turn sends it back on the call's block.
-                        let mut json = Vec::new();
-                        canonical(caller.get(), &mut json);
-                        emit(Action::Metadata {
-                            index: Some(index),
-                            key: "caller",
-                            json: &String::from_utf8_lossy(&json),
-                        });
+                    // The next turn sends them back on the call's block.
+                    let caller = block.caller.filter(|c| c.get().starts_with('{'));
+                    for (key, raw) in [("caller", caller), ("toolset_name", block.toolset_name)] {
+                        if let Some(raw) = raw.filter(|r| r.get().starts_with(['{', '"'])) {
+                            let mut json = Vec::new();
+                            canonical(raw.get(), &mut json);
+                            emit(Action::Metadata {
+                                index: Some(index),
+                                key,
+                                json: &String::from_utf8_lossy(&json),
+                            });
+                        }
                     }
                     if let Some(input) = block.input {
                         state.input = self.placeholder(index, input.get(), emit);
@@ -2716,15 +2744,19 @@ impl Decoder {
                         raw_str(block.signature),
                         emit,
                     );
-                } else if block.kind.as_str() == "text" {
+                } else if state.text {
                     emit(Action::TextBlock);
                     if let Some(raw) = raw_str(block.text) {
                         self.text(raw, emit);
                     }
+                    if let Some(citations) = block.citations {
+                        cite_all(citations.get(), emit);
+                    }
                 } else if let Some(raw) = env.content_block {
                     // A server tool's call or result, run on Anthropic's side: never a call,
                     // kept for the next turn (`envelope/thinking.rs`).
-                    state.thought = self.start_server_block(raw.get(), emit);
+                    let compaction = block.kind.as_str() == "compaction";
+                    state.thought = self.start_server_block(raw.get(), compaction, emit);
                 }
                 self.blocks.insert(index, state);
             }
@@ -2954,9 +2986,58 @@ impl Decoder {
                     b.thought = Some(thought);
                 }
             }
+            Some(kind @ ("citations_delta" | "compaction_delta")) => {
+                let text = block.is_some_and(|b| b.text);
+                if let Some(raw) = env.delta {
+                    self.rare_delta(index, kind, text, raw.get(), emit)?;
+                }
+            }
             _ => {}
         }
         Ok(())
+    }
+
+    /// A `citations_delta` of a text block (`text`), or a `compaction_delta`, at `index`, its
+    /// `delta` as JSON text: apart from the text and argument deltas, which pay nothing for it.
+    #[cold]
+    #[inline(never)]
+    fn rare_delta<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: i64,
+        kind: &str,
+        text: bool,
+        raw: &str,
+        emit: &mut F,
+    ) -> Result<(), EventError> {
+        let store: String;
+        let delta = read_nested!(RareDelta, raw, store).map_err(EventError::Malformed)?;
+        if kind == "compaction_delta" {
+            // As the `anthropic` SDK's accumulator: each member set, one it lacks to null.
+            self.compact(index, delta.content, delta.encrypted_content, emit);
+        } else if let Some(citation) = delta.citation.filter(|_| text) {
+            cite(citation.get(), emit);
+        }
+        Ok(())
+    }
+}
+
+/// Keeps one citation (JSON text) of the text block open, if it is an object.
+fn cite<F: FnMut(Action<'_>) -> bool>(raw: &str, emit: &mut F) {
+    if raw.starts_with('{') {
+        let mut json = Vec::new();
+        canonical(raw, &mut json);
+        emit(Action::Citation(&String::from_utf8_lossy(&json)));
+    }
+}
+
+/// Keeps each citation of a text block's start (`citations`, JSON text), in order.
+#[cold]
+#[inline(never)]
+fn cite_all<F: FnMut(Action<'_>) -> bool>(raw: &str, emit: &mut F) {
+    if let Ok(list) = serde_json::from_str::<Vec<&RawValue>>(raw) {
+        for citation in list {
+            cite(citation.get(), emit);
+        }
     }
 }
 

@@ -310,6 +310,7 @@ impl State {
                 kept.layout.sign(json);
                 assembler.over_limit().is_none()
             }
+            Action::Citation(json) => kept.cite(assembler, json),
             action => {
                 self.apply_action(assembler, action);
                 assembler.over_limit().is_none()
@@ -389,6 +390,7 @@ impl State {
             | Action::EarlierReasoning { .. }
             | Action::TextBlock
             | Action::TextSignature(_)
+            | Action::Citation(_)
             | Action::DropReasoning => {
                 // Answered by `apply`.
             }
@@ -729,6 +731,7 @@ impl StreamDecoder {
         let assembler = &mut self.assembler;
         self.kept.layout.write(assembler, &self.kept.reasoning);
         self.kept.places = self.kept.layout.turn_places(assembler.len());
+        self.kept.write_citations(assembler);
         self.finished = true;
         if defer {
             assembler.finish_deferring_scans()
@@ -947,6 +950,20 @@ impl StreamDecoder {
         Ok(())
     }
 
+    /// Keeps a citation (JSON text of an object) of the text block that started last in a
+    /// stream whose events the caller reads itself ([`StreamDecoder::mark_text_block`]): the
+    /// calls get it at finish (metadata `citations`), as the body's own citations. False when
+    /// it does not fit `max_stream_bytes` (the response is refused).
+    ///
+    /// # Errors
+    /// [`Misuse::Finished`] after [`StreamDecoder::finish`].
+    pub fn keep_citation(&mut self, json: &str) -> Result<bool, Misuse> {
+        if self.finished {
+            return Err(Misuse::Finished);
+        }
+        Ok(self.kept.cite(&mut self.assembler, json))
+    }
+
     /// The assembler (for early errors or partial values while the stream runs).
     #[must_use]
     pub fn assembler(&self) -> &Assembler {
@@ -1136,6 +1153,21 @@ struct Kept {
     /// Once finished, the places of a turn with no call to carry them
     /// ([`StreamDecoder::text_places`]).
     places: Option<String>,
+    /// The citations of Anthropic text blocks (`citations_delta`), by block.
+    citations: Vec<Cited>,
+}
+
+/// The citations of one text block, as its `citations_delta`s gave them.
+#[derive(Debug)]
+struct Cited {
+    /// Characters of assistant text before the block: where the next turn's block starts.
+    at: usize,
+    /// Calls started before the block.
+    calls: usize,
+    /// Each citation, as JSON text, in order.
+    list: Vec<String>,
+    /// Bytes counted toward `max_stream_bytes` for them.
+    counted: usize,
 }
 
 impl Kept {
@@ -1161,10 +1193,81 @@ impl Kept {
     /// The response starts again: the reasoning blocks kept so far are let go, and the text
     /// blocks' places are no longer known.
     fn restart(&mut self, assembler: &mut Assembler) {
-        let bytes = self.reasoning.drain(..).map(|b| b.kept_bytes()).sum();
-        assembler.release(bytes);
+        let bytes: usize = self.reasoning.drain(..).map(|b| b.kept_bytes()).sum();
+        let cited: usize = self.citations.drain(..).map(|c| c.counted).sum();
+        assembler.release(bytes + cited);
         self.last = None;
         self.layout.restart(assembler.len());
+    }
+
+    /// Keeps a citation (JSON text) of the text block that started last, counted as assistant
+    /// text is; false when it does not fit (the response is refused). One that no text block's
+    /// place holds (none started, or the places were let go) is not kept: the next turn could
+    /// not say which block it is for.
+    fn cite(&mut self, assembler: &mut Assembler, json: &str) -> bool {
+        let Some(at) = self.layout.last_start() else {
+            return true;
+        };
+        if !assembler.keep_text(json.len()) {
+            return false;
+        }
+        let calls = assembler.len();
+        match self.citations.last_mut() {
+            Some(cited) if cited.at == at && cited.calls == calls => {
+                cited.list.push(json.to_owned());
+                cited.counted += json.len();
+            }
+            _ => self.citations.push(Cited {
+                at,
+                calls,
+                list: vec![json.to_owned()],
+                counted: json.len(),
+            }),
+        }
+        true
+    }
+
+    /// Writes the citations on the calls as metadata `citations`, each block's as `[at,
+    /// [citation, ...]]` (`at`: characters of text before the block): on the first call after
+    /// the block, or the last call for a block after them all. Their bytes move from the
+    /// stream's count to the calls' metadata.
+    fn write_citations(&mut self, assembler: &mut Assembler) {
+        let calls = assembler.len();
+        let citations = std::mem::take(&mut self.citations);
+        assembler.release(citations.iter().map(|c| c.counted).sum());
+        if calls == 0 {
+            return;
+        }
+        let mut json = String::new();
+        let mut rest = citations.as_slice();
+        for ordinal in 0..calls {
+            let last = ordinal + 1 == calls;
+            let mine = if last {
+                rest.len()
+            } else {
+                rest.iter().take_while(|c| c.calls <= ordinal).count()
+            };
+            let (here, after) = rest.split_at(mine);
+            rest = after;
+            if here.is_empty() {
+                continue;
+            }
+            json.clear();
+            json.push('[');
+            for (i, cited) in here.iter().enumerate() {
+                if i > 0 {
+                    json.push(',');
+                }
+                json.push('[');
+                json.push_str(&cited.at.to_string());
+                json.push_str(",[");
+                json.push_str(&cited.list.join(","));
+                json.push_str("]]");
+            }
+            json.push(']');
+            // Fails only after `finish`, which the caller has not reached.
+            let _ = assembler.set_metadata(ordinal, "citations", &json);
+        }
     }
 }
 

@@ -3260,6 +3260,15 @@ impl PyAssembler {
         this.decoder.sign_text_block(&json).map_err(|e| misuse(&e))
     }
 
+    /// Keeps a citation (JSON text of an object) of the text block `feed_chunk` read start
+    /// last (`_mark_text_block`): the calls get it at finish (metadata `citations`). False when
+    /// it does not fit `max_stream_bytes` (see [`StreamDecoder::keep_citation`]).
+    #[pyo3(signature = (json, /))]
+    fn _keep_citation(slf: &Bound<'_, Self>, json: &str) -> PyResult<bool> {
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.keep_citation(json).map_err(|e| misuse(&e))
+    }
+
     /// The finish reason as sent, on the raw SSE path.
     #[getter]
     fn finish_reason(slf: &Bound<'_, Self>) -> PyResult<Option<String>> {

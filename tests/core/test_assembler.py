@@ -1304,6 +1304,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_mark_text_block": lambda a: a._mark_text_block(0),
     "_sign_text_block": lambda a: a._sign_text_block("c2ln"),
     "text_places": lambda a: a.text_places,
+    "_keep_citation": lambda a: a._keep_citation('{"type":"char_location"}'),
     "_set_aside": lambda a: a._set_aside(0, '{"b": 2}'),
     "_hold_fragment": lambda a: a._hold_fragment(1),
     "_release": lambda a: a._release(1),

@@ -663,6 +663,10 @@ class RecordingSink:
     ) -> None:
         self.calls.append(("reasoning", text, signature, redacted))
 
+    def _keep_citation(self, json: str) -> bool:
+        self.calls.append(("citation", json))
+        return True
+
     def _drop_reasoning(self) -> None:
         self.calls.append(("drop_reasoning",))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from toolwire.formats._fields import plain
 from toolwire.formats._types import Sink
@@ -29,8 +29,11 @@ __all__ = [
     "close",
     "drop",
     "hold",
+    "hold_block",
     "item_json",
     "item_value",
+    "keep_block",
+    "read_input",
     "sign",
     "think",
     "value_json",
@@ -53,8 +56,9 @@ class Thought:
     counted: int = 0
     # Some of its bytes did not fit: it keeps nothing (the response is refused whole).
     dead: bool = False
-    # An Anthropic server block (`anthropic_messages._start_server_block`): the block as its
-    # start gave it; `text` then holds its input as its `input_json_delta`s wrote it.
+    # A server block (`hold_block`: an Anthropic server tool's call or result, a Bedrock
+    # server tool's `toolUse` or `toolResult`): the block as its start gave it; `text` then
+    # holds its input as its input deltas wrote it.
     block: dict[str, Any] | None = None
 
 
@@ -106,6 +110,46 @@ def drop(thought: Thought, sink: Sink) -> None:
     """Lets go of what a block that will not be kept counted."""
     if thought.counted:
         sink._release(thought.counted)  # pyright: ignore[reportPrivateUsage]
+
+
+def hold_block(value: object, sink: Sink) -> Thought | None:
+    """A server block starts as `value` (JSON-shaped): held whole, counted as its JSON text, and
+    never a call; None when the response keeps nothing more (it was refused)."""
+    if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+        return None
+    thought = Thought(False)
+    if isinstance(value, dict) and hold(thought, len(value_json(value).encode()), sink):
+        thought.block = cast("dict[str, Any]", value)
+    return thought
+
+
+def keep_block(thought: Thought, block: dict[str, Any], sink: Sink) -> bool:
+    """A server block stopped whole: kept as `block`, counted as kept in place of what it
+    counted while it streamed; whether it was kept (not once the response is refused)."""
+    drop(thought, sink)
+    if thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+        return False
+    kept = value_json(block)
+    if not sink._keep_text(len(kept.encode())):  # pyright: ignore[reportPrivateUsage]
+        return False
+    sink._keep_reasoning_item(kept)  # pyright: ignore[reportPrivateUsage]
+    return True
+
+
+def read_input(text: str) -> Any:
+    """A server tool's input as its deltas wrote it (`text`), read as one JSON value.
+
+    Raises:
+        ValueError: It is no JSON value (`NaN` and `Infinity` are none, as on the raw path).
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError as e:
+        raise ValueError("the input nests too deep") from e
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is no JSON value")
 
 
 def item_json(item: object) -> str:

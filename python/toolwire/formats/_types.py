@@ -145,6 +145,11 @@ class Sink(Protocol):
         block's place, and back on its part in the next turn."""
         ...
 
+    def _keep_citation(self, json: str, /) -> bool:
+        """Keeps a citation (JSON text) of the text block that started last, for the calls'
+        metadata `citations` at finish; False when it does not fit `max_stream_bytes`."""
+        ...
+
     def _keep_text(self, n: int, /) -> bool:
         """Counts `n` bytes of text kept (assistant text, a reasoning block's) toward
         `max_stream_bytes`; False (nothing counted) once the response is past a limit."""

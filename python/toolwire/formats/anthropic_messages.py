@@ -29,9 +29,16 @@ Design notes:
   checked against a client tool's schema. It is kept whole with the thinking blocks for the
   next turn, in its place (a call after it counts it in `reasoning_before`), its input from
   its `input_json_delta`s, held and counted as thinking is; one whose input is no JSON value,
-  or that never stopped, is left out, as on the raw SSE path.
+  or that never stopped, is left out, as on the raw SSE path. A `compaction` block (context
+  management) takes its `compaction_delta`s as the `anthropic` SDK's accumulator does: each
+  sets the block's `content` and `encrypted_content`, a member it lacks to null.
 - A `tool_use` block's `caller` (programmatic tool calling: the code execution that made the
-  call) is kept as metadata `caller`, which the next turn sends back on the call's block.
+  call) is kept as metadata `caller`, and its `toolset_name` (a tool of an MCP toolset) as
+  metadata `toolset_name`: the next turn sends both back on the call's block.
+- A text block's citations (a `citations` list on its start, then each `citations_delta`'s
+  `citation`, in order, as the `anthropic` SDK's accumulator appends them) go on the calls at
+  finish as metadata `citations` (`Sink._keep_citation`): the next turn sends the block back
+  with them. Counted toward `max_stream_bytes` as assistant text is; as on the raw SSE path.
 - Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
 - `thinking` and `redacted_thinking` blocks are kept for the next request
   (`Assembler.reasoning`), as on the raw SSE path (`rust/src/envelope/thinking.rs` says how):
@@ -41,7 +48,6 @@ Design notes:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -62,7 +68,10 @@ from toolwire.formats._reasoning import (
     close,
     drop,
     hold,
+    hold_block,
     item_value,
+    keep_block,
+    read_input,
     sign,
     think,
     value_json,
@@ -116,6 +125,8 @@ class _State:
     blocks: dict[int, _Block] = field(default_factory=lambda: {})
     # Open blocks that are not `tool_use` (text, thinking, server tools): not ours.
     others: set[int] = field(default_factory=lambda: set())
+    # Open text blocks: a `citations_delta` is one's own.
+    texts: set[int] = field(default_factory=lambda: set())
     usage: dict[str, Any] = field(default_factory=lambda: {})
     # A tool block that stopped with no input, whose end waits for the next event: its index
     # and its placeholder (one that says nothing, so none is held), and the block's id.
@@ -253,6 +264,7 @@ class AnthropicMessagesAdapter:
         if thought is not None:
             drop(thought, sink)
         state.others.discard(index)
+        state.texts.discard(index)
         if block_type != "tool_use":
             state.others.add(index)
         if block_type in ("thinking", "redacted_thinking"):
@@ -260,9 +272,14 @@ class AnthropicMessagesAdapter:
             return
         if block_type == "text":
             sink._text_block()  # pyright: ignore[reportPrivateUsage]
+            state.texts.add(index)
             text = get(block, "text")
             if isinstance(text, str):
                 info.text += text
+            citations = get(block, "citations")
+            if isinstance(citations, (list, tuple)):
+                for citation in cast("list[object]", citations):
+                    _cite(citation, sink)
             return
         if block_type != "tool_use":
             _start_server_block(state, index, block, sink)
@@ -283,6 +300,10 @@ class AnthropicMessagesAdapter:
         if isinstance(caller, dict):
             # Programmatic tool calling: the next turn sends it back on the call's block.
             sink.set_metadata(index, "caller", caller)
+        toolset = get(block, "toolset_name")
+        if isinstance(toolset, str):
+            # A tool of an MCP toolset: the next turn sends the call back with its toolset.
+            sink.set_metadata(index, "toolset_name", toolset)
         started = self._placeholder(index, get(block, "input"), sink)
         # A blank id (`""`, `"null"`) names no block, as on the raw path.
         started.id = wire_id if wire_id not in (None, "", "null") else None
@@ -330,6 +351,14 @@ class AnthropicMessagesAdapter:
                     sign(thought, signature, sink)
             return
         if delta_type != "input_json_delta":
+            # Looked for only here: a call's fragment and text pay nothing for them.
+            if delta_type == "citations_delta":
+                if (given or 0) in self._state.texts:
+                    _cite(get(delta, "citation"), sink)
+            elif delta_type == "compaction_delta":
+                thought = self._state.thoughts.get(given or 0)
+                if thought is not None and thought.block is not None:
+                    _compact(thought, thought.block, delta, sink)
             return
         # A missing index is block 0, as on the raw SSE path.
         index = given or 0
@@ -368,6 +397,7 @@ class AnthropicMessagesAdapter:
         self._state.note(given)
         index = given or 0
         self._state.others.discard(index)
+        self._state.texts.discard(index)
         thought = self._state.thoughts.pop(index, None)
         if thought is not None and _end_thought(thought, sink):
             self._state.kept += 1
@@ -431,40 +461,43 @@ def _start_thought(state: _State, index: int, block: object, redacted: bool, sin
 
 
 def _start_server_block(state: _State, index: int, block: object, sink: Sink) -> None:
-    """A server tool's call or result starts: held whole, as JSON text is counted, and never a
-    call; nothing is kept once the response is refused."""
-    if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+    """A server tool's call or result starts: held whole (`hold_block`), never a call."""
+    thought = hold_block(item_value(block), sink)
+    if thought is not None:
+        state.thoughts[index] = thought
+
+
+def _cite(citation: object, sink: Sink) -> None:
+    """Keeps a citation of the text block open, if it is an object (`Sink._keep_citation`)."""
+    value = item_value(citation)
+    if isinstance(value, dict):
+        sink._keep_citation(value_json(value))  # pyright: ignore[reportPrivateUsage]
+
+
+def _compact(thought: Thought, block: dict[str, Any], delta: object, sink: Sink) -> None:
+    """A `compaction_delta` sets the block's `content` and `encrypted_content`, a member the
+    delta lacks to null, as the `anthropic` SDK's accumulator does; the block is counted anew."""
+    if block.get("type") != "compaction" or thought.dead:
         return
-    value = item_value(block)
-    thought = Thought(False)
-    if isinstance(value, dict) and hold(thought, len(value_json(value).encode()), sink):
-        thought.block = cast("dict[str, Any]", value)
-    state.thoughts[index] = thought
+    old = len(value_json(block).encode())
+    thought.counted -= old
+    sink._release(old)  # pyright: ignore[reportPrivateUsage]
+    for name in ("content", "encrypted_content"):
+        value = get(delta, name)
+        block[name] = value if isinstance(value, str) else None
+    hold(thought, len(value_json(block).encode()), sink)
 
 
 def _end_server_block(thought: Thought, block: dict[str, Any], text: str, sink: Sink) -> bool:
-    """A server block stopped: kept with its input (`text`, its `input_json_delta`s), the
-    whole block counted as kept in place of what it counted while it streamed; left out when
-    its input is no JSON value. Whether it was kept."""
+    """A server block stopped: kept with its input (`text`, its `input_json_delta`s); left out
+    when its input is no JSON value. Whether it was kept."""
     if text.strip(" \t\n\r"):
         try:
-            block["input"] = json.loads(text, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            block["input"] = read_input(text)
+        except ValueError:
             drop(thought, sink)
             return False
-    drop(thought, sink)
-    if thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
-        return False
-    kept = value_json(block)
-    if not sink._keep_text(len(kept.encode())):  # pyright: ignore[reportPrivateUsage]
-        return False
-    sink._keep_reasoning_item(kept)  # pyright: ignore[reportPrivateUsage]
-    return True
-
-
-def _no_constant(name: str) -> object:
-    """Refuses `NaN` and `Infinity`, which are no JSON (the raw SSE path refuses them too)."""
-    raise ValueError(f"{name} is no JSON value")
+    return keep_block(thought, block, sink)
 
 
 def _end_thought(thought: Thought, sink: Sink) -> bool:

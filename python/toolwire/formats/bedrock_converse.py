@@ -25,10 +25,18 @@ Design notes:
   input); if it is an exception, or the stream breaks off there, the call is still open when
   the assembler stops or interrupts it, so boto3's raised `EventStreamError` and the same
   exception event fed as a dict give the same call.
-- Server-side tools (`toolUse.type == "server_tool_use"`), tool results and images run or live
-  on Bedrock's side and are not assembled; `toolUse` deltas at their index are skipped. A start
-  that names no kind of block (`start` missing, null or empty) is no such block: its `toolUse`
-  deltas are kept as those of a block whose start was lost, never dropped unsaid.
+- A server tool's call (`toolUse` of `type` `server_tool_use`) and its result (`toolResult`)
+  ran on Bedrock's side: never calls, never checked against a client tool's schema, never run.
+  Each is kept whole with the reasoning blocks for the next turn (`Assembler.reasoning`), in
+  its place (a call after it counts it in `reasoning_before`), once it stopped: `{"toolUse":
+  {"toolUseId", "name", "type", "input"}}` with the input its `toolUse` deltas wrote (`{}` for
+  none; one that is no JSON value is left out), `{"toolResult": {"toolUseId", "type",
+  "status", "content"}}` with the content its `toolResult` deltas gave, in order (a `text`
+  piece joined to the text piece right before it, a `json` piece whole). They are held and
+  counted toward `max_stream_bytes` as reasoning is; one cut off is left out. Images live on
+  Bedrock's side and are not assembled. A start that names no kind of block (`start` missing,
+  null or empty) is no such block: its `toolUse` deltas are kept as those of a block whose
+  start was lost, never dropped unsaid.
 - `stopReason` is reported as sent; `guardrail_intervened` and `content_filtered` (and the other
   stopping reasons of `stops_calls`) stop the open calls, `max_tokens` and
   `model_context_window_exceeded` mark the output limit. `malformed_tool_use` and
@@ -69,7 +77,19 @@ from toolwire.formats._fields import (
     merge_usage,
     str_or_none,
 )
-from toolwire.formats._reasoning import Thought, close, drop, hold, sign, think
+from toolwire.formats._reasoning import (
+    Thought,
+    close,
+    drop,
+    hold,
+    hold_block,
+    item_value,
+    keep_block,
+    read_input,
+    sign,
+    think,
+    value_json,
+)
 from toolwire.formats._replay import ReplayedText
 from toolwire.formats._types import (
     Arguments,
@@ -147,6 +167,11 @@ def _has_input(arguments: Arguments) -> bool:
     if isinstance(arguments, bytes):
         return bool(arguments.strip(_JSON_WHITESPACE.encode()))
     return True
+
+
+def _members(value: object) -> dict[str, Any]:
+    """`value` when it is an object (a dict), else no members."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
 def _says_something(start: object) -> bool:
@@ -282,7 +307,12 @@ class BedrockConverseAdapter:
             # `toolUse` deltas that follow are kept as those of a block whose start was lost
             # (the call fails, missing its name), rather than dropped as a hosted block's.
             return
-        if tool is None or get(tool, "type") == "server_tool_use":
+        result = get(start, "toolResult") if tool is None else None
+        if (tool is not None and get(tool, "type") == "server_tool_use") or result is not None:
+            # A server tool's call or its result: Bedrock ran it, the next turn sends it back.
+            self._start_server_block(index, tool, result, sink)
+            return
+        if tool is None:
             self._hosted.add(index)
             return
         self._fed[index] = False
@@ -311,10 +341,20 @@ class BedrockConverseAdapter:
             reasoning = get(delta, "reasoningContent")
             if reasoning is not None:
                 self._reason(index_of(get(event, "contentBlockIndex")), reasoning, sink)
+                return
+            result = get(delta, "toolResult")
+            if result is not None:
+                self._result(index_of(get(event, "contentBlockIndex")), result, sink)
             return
         index = index_of(get(event, "contentBlockIndex"))
         arguments = arguments_of(get(tool, "input"))
-        if index in self._hosted or arguments is None or arguments == "":
+        if index in self._hosted:
+            server = self._thoughts.get(index)
+            if server is not None and server.block is not None and isinstance(arguments, str):
+                # A server tool's input, kept with its block.
+                think(server, arguments, sink)
+            return
+        if arguments is None or arguments == "":
             return
         # Also for a block whose start never came (quirk 32): its stop then ends the call.
         # Whitespace alone is no input: the model has not begun the value, and the core
@@ -329,6 +369,9 @@ class BedrockConverseAdapter:
         the response was refused, when nothing more is kept."""
         redacted = get(delta, "redactedContent")
         thought = self._thoughts.get(index)
+        if thought is not None and thought.block is not None:
+            # None of a server block's own.
+            return
         if thought is None:
             if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
                 return
@@ -345,10 +388,68 @@ class BedrockConverseAdapter:
         if isinstance(signature, str):
             sign(thought, signature, sink)
 
+    def _start_server_block(self, index: _Key, tool: object, result: object, sink: Sink) -> None:
+        """A server tool's `toolUse` (`tool`) or `toolResult` (`result`) block starts: held
+        whole as its start gave it (`hold_block`), its input or content to come in deltas."""
+        self._hosted.add(index)
+        replaced = self._thoughts.pop(index, None)
+        if replaced is not None:
+            drop(replaced, sink)
+        block: dict[str, Any]
+        if tool is not None:
+            block = {"toolUse": _members(item_value(tool))}
+        else:
+            block = {"toolResult": {**_members(item_value(result)), "content": []}}
+        thought = hold_block(block, sink)
+        if thought is not None:
+            self._thoughts[index] = thought
+
+    def _result(self, index: _Key, pieces: object, sink: Sink) -> None:
+        """A `toolResult` delta of the server block at `index`: its pieces of content, in
+        order, a `text` piece joined to the text piece before it (text streams in pieces), a
+        `json` piece whole."""
+        thought = self._thoughts.get(index)
+        block = None if thought is None else thought.block
+        if thought is None or block is None or not isinstance(pieces, list):
+            return
+        content = cast("list[dict[str, Any]]", block["toolResult"]["content"])
+        for piece in cast("list[object]", pieces):
+            value = _members(item_value(piece))
+            text = value.get("text")
+            if isinstance(text, str):
+                if not hold(thought, len(text.encode()), sink):
+                    return
+                if content and set(content[-1]) == {"text"}:
+                    content[-1]["text"] += text
+                else:
+                    content.append({"text": text})
+            elif "json" in value:
+                if not hold(thought, len(value_json(value["json"]).encode()), sink):
+                    return
+                content.append({"json": value["json"]})
+
+    def _end_server_block(self, thought: Thought, block: dict[str, Any], sink: Sink) -> None:
+        """A server block stopped: kept with the input its deltas wrote (none: `{}`, as a call
+        of a tool without parameters); left out when that is no JSON value."""
+        text = close(thought, sink)
+        tool = block.get("toolUse")
+        if isinstance(tool, dict):
+            try:
+                given = text.strip(_JSON_WHITESPACE)
+                cast("dict[str, Any]", tool)["input"] = read_input(given) if given else {}
+            except ValueError:
+                drop(thought, sink)
+                return
+        if keep_block(thought, block, sink):
+            self._kept += 1
+
     def _end_thought(self, index: _Key, sink: Sink) -> None:
         """The block at `index` stopped: a reasoning block is kept when it holds something."""
         thought = self._thoughts.pop(index, None)
         if thought is None:
+            return
+        if thought.block is not None:
+            self._end_server_block(thought, thought.block, sink)
             return
         text = close(thought, sink)
         whole = bool(thought.data) if thought.redacted else bool(text or thought.signature)

@@ -30,7 +30,9 @@
 //!   runs it here. It is kept with the thinking blocks, whole as JSON text, from its start's
 //!   block and, for a server tool's call, the `input` its `input_json_delta`s wrote (held and
 //!   counted as thinking is; only checked to be one JSON value, never against a client tool's
-//!   schema). One whose input does not read, or that never stopped, is left out.
+//!   schema). One whose input does not read, or that never stopped, is left out. A
+//!   `compaction` block (context management) takes its `compaction_delta`s as the SDK's
+//!   accumulator does ([`Decoder::compact`]): each sets its `content` and `encrypted_content`.
 
 use serde_json::value::RawValue;
 
@@ -112,6 +114,8 @@ pub(super) struct Thought {
     /// A server block ([`Decoder::start_server_block`]): the block as its start gave it, as
     /// JSON text; `text` then holds its input as its `input_json_delta`s wrote it.
     server: Option<Vec<u8>>,
+    /// A `compaction` server block, which its `compaction_delta`s set ([`Decoder::compact`]).
+    compaction: bool,
     /// The thinking (or the redacted data), decoded.
     text: Vec<u8>,
     signature: Vec<u8>,
@@ -162,6 +166,7 @@ impl Decoder {
     pub(super) fn start_server_block<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         raw: &str,
+        compaction: bool,
         emit: &mut F,
     ) -> Option<Box<Thought>> {
         if !emit(Action::Held(0)) {
@@ -169,11 +174,56 @@ impl Decoder {
         }
         let mut block = Vec::new();
         canonical(raw, &mut block);
-        let mut thought = Box::<Thought>::default();
+        let mut thought = Box::new(Thought {
+            compaction,
+            ..Thought::default()
+        });
         if hold(&mut thought, block.len(), emit) {
             thought.server = Some(block);
         }
         Some(thought)
+    }
+
+    /// A `compaction_delta` of the block at `index`: when it is a `compaction` block, its
+    /// `content` and `encrypted_content` become the delta's (JSON text; null when the delta
+    /// has none, or no string), as the `anthropic` SDK's accumulator sets them; the block is
+    /// counted anew.
+    pub(super) fn compact<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        index: i64,
+        content: Option<&RawValue>,
+        encrypted: Option<&RawValue>,
+        emit: &mut F,
+    ) {
+        let Some(block) = self.blocks.get_mut(&index) else {
+            return;
+        };
+        let Some(thought) = block.thought.as_mut().filter(|t| t.compaction) else {
+            return;
+        };
+        let Some(old) = thought.server.take() else {
+            return;
+        };
+        let mut value = Vec::new();
+        let mut set = old.clone();
+        for (name, raw) in [
+            (&b"content"[..], content),
+            (&b"encrypted_content"[..], encrypted),
+        ] {
+            match raw.map(RawValue::get).filter(|r| r.starts_with('"')) {
+                Some(text) => canonical(text, &mut value),
+                None => {
+                    value.clear();
+                    value.extend_from_slice(b"null");
+                }
+            }
+            set = with_member(&set, name, &value);
+        }
+        thought.counted -= old.len();
+        emit(Action::Release(old.len()));
+        if hold(thought, set.len(), emit) {
+            thought.server = Some(set);
+        }
     }
 
     /// An `input_json_delta` (JSON string literal `raw`) of the block at `index`: appended to
@@ -924,6 +974,37 @@ mod tests {
         let (blocks, budget) = kept(&events, 1 << 20);
         assert_eq!(blocks, []);
         assert_eq!(budget.counted, 0);
+    }
+
+    #[test]
+    fn a_compaction_block_takes_its_deltas_as_the_sdk_does() {
+        let compaction = |content: &str| {
+            delta(
+                0,
+                &format!(r#"{{"type":"compaction_delta","content":{content}}}"#),
+            )
+        };
+        let events = [
+            start(0, r#"{"type":"compaction","content":null,"signature":"s"}"#),
+            delta(
+                0,
+                r#"{"type":"compaction_delta","content":"a","encrypted_content":"e"}"#,
+            ),
+            // Each delta sets both members; one it lacks (or no string) becomes null.
+            compaction(r#""Sum é""#),
+            // None of another block's.
+            delta(1, r#"{"type":"compaction_delta","content":"x"}"#),
+            stop(0),
+            start(1, r#"{"type":"web_search_tool_result","content":[]}"#),
+            delta(1, r#"{"type":"compaction_delta","content":"x"}"#),
+            stop(1),
+        ];
+        let (blocks, budget) = kept(&events, 1 << 20);
+        let summary =
+            r#"{"type":"compaction","content":"Sum é","signature":"s","encrypted_content":null}"#;
+        let result = r#"{"type":"web_search_tool_result","content":[]}"#;
+        assert_eq!(blocks, [server(summary), server(result)]);
+        assert_eq!(budget.counted, summary.len() + result.len());
     }
 
     #[test]

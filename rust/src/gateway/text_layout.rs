@@ -100,6 +100,12 @@ impl TextLayout {
         self.mark(self.counted_chars, reasoning, calls);
     }
 
+    /// Characters of text before the block that started last; `None` when none did or the
+    /// places were let go.
+    pub(super) fn last_start(&self) -> Option<usize> {
+        self.blocks.last().map(|b| b.at)
+    }
+
     /// The response starts again (a replay after a reconnect): the blocks and calls it sends
     /// again would be marked past the text and calls kept, so the places are let go, unless
     /// nothing was kept yet.
