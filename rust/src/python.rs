@@ -1667,43 +1667,52 @@ fn escape_surrogates(units: impl Iterator<Item = u32>, out: &mut Vec<u8>) {
 }
 
 /// Appends the UTF-8 encoding of a string's code units to `out`; false on a surrogate (not
-/// encodable). `MAX` is the most UTF-8 bytes one unit of the string's kind needs (2 for UCS-1,
-/// 3 for UCS-2, 4 for UCS-4): the room is made once and written by index, without the per-byte
-/// capacity checks and the small `memcpy` calls of pushing each character's bytes, which made
-/// this encoding most of the cost of feeding a fragment with CJK text.
+/// encodable), with `out` as it was. `MAX` is the most UTF-8 bytes one unit of the string's
+/// kind needs (2 for UCS-1, 3 for UCS-2, 4 for UCS-4): the room is made once and written by
+/// index, without the per-byte capacity checks and the small `memcpy` calls of pushing each
+/// character's bytes, which made this encoding most of the cost of feeding a fragment with CJK
+/// text. The room is written uninitialised: zeroing it first (`resize`) cost as much as
+/// encoding a short fragment.
 fn encode_units<U: Copy + Into<u32>, const MAX: usize>(units: &[U], out: &mut Vec<u8>) -> bool {
+    use std::mem::MaybeUninit;
+    let room = units.len() * MAX;
+    out.reserve(room);
     let start = out.len();
-    out.resize(start + units.len() * MAX, 0);
-    let buf = &mut out[start..];
+    let Some(buf) = out.spare_capacity_mut().get_mut(..room) else {
+        return false;
+    };
     let mut j = 0;
     for &unit in units {
         let c: u32 = unit.into();
         if c < 0x80 {
-            buf[j] = c as u8;
+            buf[j] = MaybeUninit::new(c as u8);
             j += 1;
         } else if c < 0x800 {
-            buf[j] = 0xC0 | (c >> 6) as u8;
-            buf[j + 1] = 0x80 | (c & 0x3F) as u8;
+            buf[j] = MaybeUninit::new(0xC0 | (c >> 6) as u8);
+            buf[j + 1] = MaybeUninit::new(0x80 | (c & 0x3F) as u8);
             j += 2;
         } else if c < 0x1_0000 {
             if (0xD800..0xE000).contains(&c) {
                 return false;
             }
-            buf[j] = 0xE0 | (c >> 12) as u8;
-            buf[j + 1] = 0x80 | ((c >> 6) & 0x3F) as u8;
-            buf[j + 2] = 0x80 | (c & 0x3F) as u8;
+            buf[j] = MaybeUninit::new(0xE0 | (c >> 12) as u8);
+            buf[j + 1] = MaybeUninit::new(0x80 | ((c >> 6) & 0x3F) as u8);
+            buf[j + 2] = MaybeUninit::new(0x80 | (c & 0x3F) as u8);
             j += 3;
         } else if c < 0x11_0000 {
-            buf[j] = 0xF0 | (c >> 18) as u8;
-            buf[j + 1] = 0x80 | ((c >> 12) & 0x3F) as u8;
-            buf[j + 2] = 0x80 | ((c >> 6) & 0x3F) as u8;
-            buf[j + 3] = 0x80 | (c & 0x3F) as u8;
+            buf[j] = MaybeUninit::new(0xF0 | (c >> 18) as u8);
+            buf[j + 1] = MaybeUninit::new(0x80 | ((c >> 12) & 0x3F) as u8);
+            buf[j + 2] = MaybeUninit::new(0x80 | ((c >> 6) & 0x3F) as u8);
+            buf[j + 3] = MaybeUninit::new(0x80 | (c & 0x3F) as u8);
             j += 4;
         } else {
             return false;
         }
     }
-    out.truncate(start + j);
+    // SAFETY: `buf` is the spare capacity right after the `start` initialised bytes, and every
+    // one of its first `j` bytes was written above (each unit writes the bytes from the `j` it
+    // found up to the `j` it leaves); `start + j` is within the capacity `reserve` made.
+    unsafe { out.set_len(start + j) };
     true
 }
 
