@@ -2334,6 +2334,10 @@ struct PyAssembler {
     /// same object fragment after fragment, and an `int` it holds cannot change value, so a
     /// pointer comparison settles it without reading the number again.
     last_index: Option<(Py<PyAny>, i64)>,
+    /// The keyword names tuple of the last `feed` and the parameter of each of its names: a
+    /// call site passes the same constant tuple at every fragment, so its names are matched
+    /// once (see `feed_arguments`).
+    feed_kwnames: Option<(Py<PyTuple>, [u8; FEED_KEYWORDS.len()])>,
     /// Called with the assembler before `finish` (see `_flush_before_finish`).
     before_finish: Option<Py<PyAny>>,
     /// The caller's list that progress items are appended to as they arrive (`progress_into`).
@@ -2643,30 +2647,49 @@ unsafe fn feed_arguments(
 ) -> PyResult<Bound<'_, PyInt>> {
     use pyo3::ffi;
     let positional = usize::try_from(nargs).unwrap_or(0);
+    // SAFETY: `slf` is live (contract).
+    let slf = unsafe { Borrowed::from_ptr(py, slf) };
+    // SAFETY: CPython's method descriptor checks that `self` is an instance of the class it was
+    // created for (`descr_check`) before calling the C function; `install_feed` created it for
+    // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
+    let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
+    // Borrowed first, for the keyword names it remembers; a failure is raised only after the
+    // arguments' own errors, as before.
+    let mut borrowed = slf.try_borrow_mut();
     // Borrowed pointers throughout: no reference count changes on the hot path.
     let mut keywords: [*mut ffi::PyObject; FEED_KEYWORDS.len()] =
         [std::ptr::null_mut(); FEED_KEYWORDS.len()];
     if !kwnames.is_null() {
-        let interned = FEED_NAMES.get_or_init(py, || {
-            FEED_KEYWORDS.map(|name| PyString::intern(py, name).unbind())
-        });
-        // SAFETY: a non-NULL `kwnames` is a live tuple (contract).
-        let count = usize::try_from(unsafe { ffi::PyTuple_GET_SIZE(kwnames) }).unwrap_or(0);
-        for k in 0..count {
-            // SAFETY: `k` is below the tuple's size, `k + positional` below the length of
-            // `args` (contract); both items are live for the call.
-            let (key, value) = unsafe {
-                (
-                    ffi::PyTuple_GET_ITEM(kwnames, k as ffi::Py_ssize_t),
-                    *args.add(positional + k),
-                )
-            };
-            let slot = match interned.iter().position(|name| name.as_ptr() == key) {
-                Some(slot) => slot,
-                // SAFETY: `key` is a live item of `kwnames`.
-                None => keyword_slot(&unsafe { Borrowed::from_ptr(py, key) })?,
-            };
-            keywords[slot] = value;
+        let known = match &borrowed {
+            Ok(assembler) => match &assembler.feed_kwnames {
+                Some((names, slots)) if names.as_ptr() == kwnames => Some(*slots),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if let Some(slots) = known {
+            // SAFETY: the kept tuple is `kwnames`, live (contract), whose size is at most
+            // `slots.len()` (`match_keywords`).
+            let count = usize::try_from(unsafe { ffi::PyTuple_GET_SIZE(kwnames) }).unwrap_or(0);
+            for (k, &slot) in slots.iter().enumerate().take(count) {
+                // SAFETY: `k` is below the tuple's size, so `k + positional` is below the
+                // length of `args` (contract); the value is live for the call.
+                keywords[usize::from(slot)] = unsafe { *args.add(positional + k) };
+            }
+        } else {
+            // SAFETY: forwarded from this function's contract.
+            let slots = unsafe { match_keywords(py, args, positional, kwnames, &mut keywords) }?;
+            if let (Ok(assembler), Some(slots)) = (&mut borrowed, slots) {
+                // A tuple cannot change, and the one kept cannot be freed (and its address
+                // reused) while it is held: the same pointer is the same names.
+                // SAFETY: `kwnames` is a live tuple (contract).
+                let names = unsafe { Borrowed::from_ptr(py, kwnames).cast_unchecked::<PyTuple>() };
+                let kept = (names.to_owned().unbind(), slots);
+                if let Some((old, _)) = assembler.feed_kwnames.replace(kept) {
+                    // Released as a `Bound`, at once (see `drain_progress_to`).
+                    drop(old.into_bound(py));
+                }
+            }
         }
     }
     if positional != 1 {
@@ -2676,13 +2699,9 @@ unsafe fn feed_arguments(
             format!("feed() takes 1 positional argument but {positional} were given")
         }));
     }
-    // SAFETY: `slf` and `args[0]` (one positional argument, checked above) are live (contract).
-    let (slf, index) = unsafe { (Borrowed::from_ptr(py, slf), Borrowed::from_ptr(py, *args)) };
-    // SAFETY: CPython's method descriptor checks that `self` is an instance of the class it was
-    // created for (`descr_check`) before calling the C function; `install_feed` created it for
-    // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
-    let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
-    let mut assembler = slf.try_borrow_mut().map_err(in_use)?;
+    let mut assembler = borrowed.map_err(in_use)?;
+    // SAFETY: `args[0]` (one positional argument, checked above) is live (contract).
+    let index = unsafe { Borrowed::from_ptr(py, *args) };
     // Each slot by hand: `keywords.map` compiled to an out-of-line loop with a drop guard that
     // cost about a tenth of a fragment's `feed` without progress.
     // SAFETY: each non-NULL entry was taken from `args` above.
@@ -2707,6 +2726,50 @@ unsafe fn feed_arguments(
         ],
     )?;
     Ok(ordinal_object(py, &mut assembler.ordinal_int, ordinal).clone())
+}
+
+/// Matches `feed`'s keyword names to its parameters, setting `keywords` (one value per
+/// parameter) from `args`; returns the parameter of each name, in order, when there are at
+/// most as many names as parameters (always, from a Python call: a name given twice is refused
+/// before the call).
+///
+/// # Safety
+/// As for `feed_arguments`, with `kwnames` not NULL.
+unsafe fn match_keywords(
+    py: Python<'_>,
+    args: *const *mut pyo3::ffi::PyObject,
+    positional: usize,
+    kwnames: *mut pyo3::ffi::PyObject,
+    keywords: &mut [*mut pyo3::ffi::PyObject; FEED_KEYWORDS.len()],
+) -> PyResult<Option<[u8; FEED_KEYWORDS.len()]>> {
+    use pyo3::ffi;
+    let interned = FEED_NAMES.get_or_init(py, || {
+        FEED_KEYWORDS.map(|name| PyString::intern(py, name).unbind())
+    });
+    // SAFETY: a non-NULL `kwnames` is a live tuple (contract).
+    let count = usize::try_from(unsafe { ffi::PyTuple_GET_SIZE(kwnames) }).unwrap_or(0);
+    let mut slots = [0u8; FEED_KEYWORDS.len()];
+    for k in 0..count {
+        // SAFETY: `k` is below the tuple's size, `k + positional` below the length of `args`
+        // (contract); both items are live for the call.
+        let (key, value) = unsafe {
+            (
+                ffi::PyTuple_GET_ITEM(kwnames, k as ffi::Py_ssize_t),
+                *args.add(positional + k),
+            )
+        };
+        let slot = match interned.iter().position(|name| name.as_ptr() == key) {
+            Some(slot) => slot,
+            // SAFETY: `key` is a live item of `kwnames`.
+            None => keyword_slot(&unsafe { Borrowed::from_ptr(py, key) })?,
+        };
+        keywords[slot] = value;
+        if let Some(kept) = slots.get_mut(k) {
+            // A slot is below `FEED_KEYWORDS.len()`, 5.
+            *kept = slot as u8;
+        }
+    }
+    Ok((count <= slots.len()).then_some(slots))
 }
 
 /// The parameter a keyword name that is not one of the interned names stands for.
@@ -2761,6 +2824,7 @@ impl PyAssembler {
             last_path: None,
             ordinal_int: None,
             last_index: None,
+            feed_kwnames: None,
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
             finished_progress: None,
