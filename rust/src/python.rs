@@ -2384,25 +2384,32 @@ impl PyAssembler {
     /// Appends the progress items that arrived to the `progress_into` list, if there is one.
     #[inline]
     fn flush_progress(&mut self, py: Python<'_>) -> PyResult<()> {
-        match &self.progress_into {
-            Some(list) => {
-                let list = list.clone_ref(py).into_bound(py);
-                self.drain_progress_to(py, &list)
-            }
-            None => Ok(()),
+        if self.progress_into.is_some() {
+            self.drain_progress_to(py, None)
+        } else {
+            Ok(())
         }
     }
 
-    /// Appends the progress items since the last drain to `list`, as (ordinal, JSON Pointer,
-    /// appended text).
-    fn drain_progress_to(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
+    /// Appends the progress items since the last drain to `list` (`None`: the `progress_into`
+    /// list, borrowed in place: no method can replace it while `self` is borrowed), as
+    /// (ordinal, JSON Pointer, appended text).
+    fn drain_progress_to(
+        &mut self,
+        py: Python<'_>,
+        list: Option<&Bound<'_, PyList>>,
+    ) -> PyResult<()> {
         let mut failure = None;
         let Self {
             decoder,
             last_path,
             ordinal_int,
+            progress_into,
             ..
         } = self;
+        let Some(list) = list.or_else(|| progress_into.as_ref().map(|list| list.bind(py))) else {
+            return Ok(());
+        };
         decoder
             .assembler_mut()
             .drain_progress_each(|ordinal, path, text, complete, continues| {
@@ -3103,7 +3110,7 @@ impl PyAssembler {
             return Ok(released.into_bound(py));
         }
         let list = PyList::empty(py);
-        this.drain_progress_to(py, &list)?;
+        this.drain_progress_to(py, Some(&list))?;
         Ok(list)
     }
 
@@ -3391,7 +3398,7 @@ impl PyAssembler {
                     .map_err(|e| misuse(&e))?;
                 if assembler.progress_into.is_none() {
                     let released = PyList::empty(slf.py());
-                    assembler.drain_progress_to(slf.py(), &released)?;
+                    assembler.drain_progress_to(slf.py(), Some(&released))?;
                     assembler.finished_progress = Some(released.unbind());
                 }
             }
