@@ -2897,14 +2897,16 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
 
 /// Whether `text` may be `buffer`'s object or array written again: `buffer` ends a container
 /// and `text` starts one of the same kind. No valid continuation does (a `}` or `]` is never
-/// followed by `{` or `[` in one value), so the test costs the hot path a few byte reads.
+/// followed by `{` or `[` in one value), so the test costs the hot path a few byte reads: the
+/// fragment's first, which settles nearly every fragment, and the buffer's ends only then.
 fn may_repeat_value(buffer: &[u8], text: &[u8]) -> bool {
-    let opens = first_non_ws(text);
-    let closes = buffer.iter().rev().copied().find(|&b| !is_ws(b));
-    matches!(
-        (first_non_ws(buffer), opens, closes),
-        (Some(b'{'), Some(b'{'), Some(b'}')) | (Some(b'['), Some(b'['), Some(b']'))
-    )
+    let (opens, closes) = match first_non_ws(text) {
+        Some(b'{') => (b'{', b'}'),
+        Some(b'[') => (b'[', b']'),
+        _ => return false,
+    };
+    first_non_ws(buffer) == Some(opens)
+        && buffer.iter().rev().copied().find(|&b| !is_ws(b)) == Some(closes)
 }
 
 fn finish_call(

@@ -5,9 +5,10 @@
 //! consecutive pieces of one string into one item, so a drain after every fragment costs O(new
 //! bytes) — the O(1)-per-fragment alternative to re-parsing the buffer for a preview. A
 //! character split across fragments is held back until it is whole.
-//! - Items live in two reused buffers, one of their texts and one of their paths, back to back:
-//!   recording an item allocates nothing once the buffers have grown. One allocation (or two,
-//!   with a shared pointer) per value was most of the cost of tracking a dense object.
+//! - Items live in one reused buffer, each its path then its text, back to back: recording an
+//!   item allocates nothing once the buffer has grown. One allocation (or two, with a shared
+//!   pointer) per value was most of the cost of tracking a dense object, and a second buffer
+//!   (paths apart from texts) was one allocation more per call.
 //! - One pointer, the current value's, is kept up to date as keys, elements and containers
 //!   come: an item's path is a copy of it, and a string's pieces after a drain copy it again
 //!   (nothing moves it while the string is open). A level only remembers where its own tokens
@@ -77,13 +78,14 @@ pub struct Progress {
     /// Python `str` needs anyway does it (a UTF-8 check per key was 3% of a small call's
     /// tracking).
     pointer: Vec<u8>,
-    /// The text of every item since the last drain, back to back. After a drain it holds only
-    /// the bytes of a UTF-8 character the drain cut, which the next item (the same string's)
-    /// starts with.
-    text: Vec<u8>,
-    /// The path of every item since the last drain, back to back.
-    paths: Vec<u8>,
+    /// The path and then the text of every item since the last drain, back to back: an
+    /// item's text is always the last bytes, which is where a string's pieces extend it.
+    bytes: Vec<u8>,
     items: Vec<Pending>,
+    /// The bytes (at most 3) of a UTF-8 character the last drain cut, which the next item (the
+    /// same string's) starts its text with; `carry_len` of them.
+    carry: [u8; 3],
+    carry_len: u8,
     /// Path of the last string [`Progress::record`] recorded (recorded items have no scanner
     /// events to keep [`Progress::pointer`]); empty until then.
     string_path: Vec<u8>,
@@ -92,11 +94,11 @@ pub struct Progress {
     source: Source,
 }
 
-/// An item not yet drained; its text is `text[previous item's end..end]` and its path
-/// `paths[previous item's path_end..path_end]`.
+/// An item not yet drained; its path is `bytes[previous item's end..text_start]` and its text
+/// `bytes[text_start..end]`.
 #[derive(Debug)]
 struct Pending {
-    path_end: usize,
+    text_start: usize,
     end: usize,
     complete: bool,
     /// The rest of a string whose first piece went out in an earlier drain.
@@ -108,7 +110,7 @@ struct Pending {
 /// progress tracking in reallocations.
 const LEVELS: usize = 4;
 const POINTER_BYTES: usize = 32;
-const PENDING_BYTES: usize = 64;
+const PENDING_BYTES: usize = 128;
 const PENDING_ITEMS: usize = 4;
 
 impl Default for Progress {
@@ -116,9 +118,10 @@ impl Default for Progress {
         Self {
             levels: Vec::with_capacity(LEVELS),
             pointer: Vec::with_capacity(POINTER_BYTES),
-            text: Vec::with_capacity(PENDING_BYTES),
-            paths: Vec::with_capacity(PENDING_BYTES),
+            bytes: Vec::with_capacity(PENDING_BYTES),
             items: Vec::with_capacity(PENDING_ITEMS),
+            carry: [0; 3],
+            carry_len: 0,
             string_path: Vec::new(),
             open_string: false,
             source: Source::Scanner,
@@ -150,7 +153,7 @@ impl Progress {
                 if !goes_on {
                     self.string_path.clear();
                     self.string_path.extend_from_slice(path.as_bytes());
-                    self.paths.extend_from_slice(path.as_bytes());
+                    self.bytes.extend_from_slice(path.as_bytes());
                     self.push_item(false, false);
                     self.open_string = true;
                 }
@@ -161,7 +164,7 @@ impl Progress {
                 self.source = Source::Recorded { open: !ends };
             }
             Recorded::Scalar => {
-                self.paths.extend_from_slice(path.as_bytes());
+                self.bytes.extend_from_slice(path.as_bytes());
                 self.push_item(false, true);
                 self.extend_last(text.as_bytes());
                 self.open_string = false;
@@ -216,51 +219,51 @@ impl Progress {
     pub fn drain_each(&mut self, mut f: impl FnMut(&[u8], &[u8], bool, bool)) {
         if self.items.is_empty() {
             // Nothing new (in a parallel stream, the fragments since the last drain may all
-            // have gone to other calls): a character the last drain cut stays in `text`.
+            // have gone to other calls): a character the last drain cut stays carried.
             return;
         }
         let n = self.items.len();
-        let (mut start, mut path_start) = (0, 0);
-        let mut carry_from = None;
+        let mut start = 0;
         for (i, item) in self.items.iter().enumerate() {
-            let mut bytes = self.text.get(start..item.end).unwrap_or_default();
-            let path = self
-                .paths
-                .get(path_start..item.path_end)
+            let path = self.bytes.get(start..item.text_start).unwrap_or_default();
+            let mut text = self
+                .bytes
+                .get(item.text_start..item.end)
                 .unwrap_or_default();
             start = item.end;
-            path_start = item.path_end;
             if i + 1 == n && !item.complete {
-                let cut = cut_character_len(bytes);
+                let cut = cut_character_len(text);
                 if cut > 0 {
-                    carry_from = Some(item.end - cut);
-                    bytes = bytes.get(..bytes.len() - cut).unwrap_or_default();
+                    let (whole, cut) = text.split_at(text.len() - cut);
+                    self.carry[..cut.len()].copy_from_slice(cut);
+                    // At most 3 bytes (see `cut_character_len`).
+                    self.carry_len = cut.len() as u8;
+                    text = whole;
                 }
             }
-            f(path, bytes, item.complete, item.continues);
+            f(path, text, item.complete, item.continues);
         }
         // The open string continues in a new item after a drain.
         self.open_string = false;
         self.items.clear();
-        self.paths.clear();
-        match carry_from {
-            Some(from) => {
-                self.text.drain(..from);
-            }
-            None => self.text.clear(),
-        }
+        self.bytes.clear();
     }
 
-    /// Starts an item at the end of the text so far, at the path just appended to `paths`. A
-    /// new value (not the continuation of a string a drain cut) drops any carried bytes, which
-    /// only an open string can own.
+    /// Starts an item whose path was just appended to `bytes`. The continuation of a string
+    /// starts with the bytes the last drain cut from it; a new value drops them (only an open
+    /// string can own them, and only the first item after a drain can be its continuation).
     fn push_item(&mut self, continues: bool, complete: bool) {
-        if self.items.is_empty() && !continues {
-            self.text.clear();
+        let text_start = self.bytes.len();
+        if self.carry_len > 0 {
+            if continues {
+                let carried = self.carry.get(..usize::from(self.carry_len));
+                self.bytes.extend_from_slice(carried.unwrap_or_default());
+            }
+            self.carry_len = 0;
         }
         self.items.push(Pending {
-            path_end: self.paths.len(),
-            end: self.text.len(),
+            text_start,
+            end: self.bytes.len(),
             complete,
             continues,
         });
@@ -273,22 +276,22 @@ impl Progress {
             Source::Scanner => &self.pointer,
             Source::Recorded { .. } | Source::Stopped => &self.string_path,
         };
-        self.paths.extend_from_slice(path);
+        self.bytes.extend_from_slice(path);
         self.push_item(true, complete);
     }
 
     fn scalar(&mut self, text: &[u8]) {
-        self.paths.extend_from_slice(&self.pointer);
+        self.bytes.extend_from_slice(&self.pointer);
         self.push_item(false, true);
         self.extend_last(text);
         self.open_string = false;
     }
 
-    /// Appends to the last item's text.
+    /// Appends to the last item's text, the last bytes of `bytes`.
     fn extend_last(&mut self, bytes: &[u8]) {
-        self.text.extend_from_slice(bytes);
+        self.bytes.extend_from_slice(bytes);
         if let Some(last) = self.items.last_mut() {
-            last.end = self.text.len();
+            last.end = self.bytes.len();
         }
     }
 }
@@ -313,7 +316,7 @@ impl Visitor for Progress {
                 prefix_len: self.pointer.len(),
             }),
             ValueKind::String => {
-                self.paths.extend_from_slice(&self.pointer);
+                self.bytes.extend_from_slice(&self.pointer);
                 self.push_item(false, false);
                 self.open_string = true;
             }

@@ -1675,43 +1675,52 @@ fn escape_surrogates(units: impl Iterator<Item = u32>, out: &mut Vec<u8>) {
 }
 
 /// Appends the UTF-8 encoding of a string's code units to `out`; false on a surrogate (not
-/// encodable). `MAX` is the most UTF-8 bytes one unit of the string's kind needs (2 for UCS-1,
-/// 3 for UCS-2, 4 for UCS-4): the room is made once and written by index, without the per-byte
-/// capacity checks and the small `memcpy` calls of pushing each character's bytes, which made
-/// this encoding most of the cost of feeding a fragment with CJK text.
+/// encodable), with `out` as it was. `MAX` is the most UTF-8 bytes one unit of the string's
+/// kind needs (2 for UCS-1, 3 for UCS-2, 4 for UCS-4): the room is made once and written by
+/// index, without the per-byte capacity checks and the small `memcpy` calls of pushing each
+/// character's bytes, which made this encoding most of the cost of feeding a fragment with CJK
+/// text. The room is written uninitialised: zeroing it first (`resize`) cost as much as
+/// encoding a short fragment.
 fn encode_units<U: Copy + Into<u32>, const MAX: usize>(units: &[U], out: &mut Vec<u8>) -> bool {
+    use std::mem::MaybeUninit;
+    let room = units.len() * MAX;
+    out.reserve(room);
     let start = out.len();
-    out.resize(start + units.len() * MAX, 0);
-    let buf = &mut out[start..];
+    let Some(buf) = out.spare_capacity_mut().get_mut(..room) else {
+        return false;
+    };
     let mut j = 0;
     for &unit in units {
         let c: u32 = unit.into();
         if c < 0x80 {
-            buf[j] = c as u8;
+            buf[j] = MaybeUninit::new(c as u8);
             j += 1;
         } else if c < 0x800 {
-            buf[j] = 0xC0 | (c >> 6) as u8;
-            buf[j + 1] = 0x80 | (c & 0x3F) as u8;
+            buf[j] = MaybeUninit::new(0xC0 | (c >> 6) as u8);
+            buf[j + 1] = MaybeUninit::new(0x80 | (c & 0x3F) as u8);
             j += 2;
         } else if c < 0x1_0000 {
             if (0xD800..0xE000).contains(&c) {
                 return false;
             }
-            buf[j] = 0xE0 | (c >> 12) as u8;
-            buf[j + 1] = 0x80 | ((c >> 6) & 0x3F) as u8;
-            buf[j + 2] = 0x80 | (c & 0x3F) as u8;
+            buf[j] = MaybeUninit::new(0xE0 | (c >> 12) as u8);
+            buf[j + 1] = MaybeUninit::new(0x80 | ((c >> 6) & 0x3F) as u8);
+            buf[j + 2] = MaybeUninit::new(0x80 | (c & 0x3F) as u8);
             j += 3;
         } else if c < 0x11_0000 {
-            buf[j] = 0xF0 | (c >> 18) as u8;
-            buf[j + 1] = 0x80 | ((c >> 12) & 0x3F) as u8;
-            buf[j + 2] = 0x80 | ((c >> 6) & 0x3F) as u8;
-            buf[j + 3] = 0x80 | (c & 0x3F) as u8;
+            buf[j] = MaybeUninit::new(0xF0 | (c >> 18) as u8);
+            buf[j + 1] = MaybeUninit::new(0x80 | ((c >> 12) & 0x3F) as u8);
+            buf[j + 2] = MaybeUninit::new(0x80 | ((c >> 6) & 0x3F) as u8);
+            buf[j + 3] = MaybeUninit::new(0x80 | (c & 0x3F) as u8);
             j += 4;
         } else {
             return false;
         }
     }
-    out.truncate(start + j);
+    // SAFETY: `buf` is the spare capacity right after the `start` initialised bytes, and every
+    // one of its first `j` bytes was written above (each unit writes the bytes from the `j` it
+    // found up to the `j` it leaves); `start + j` is within the capacity `reserve` made.
+    unsafe { out.set_len(start + j) };
     true
 }
 
@@ -2333,6 +2342,10 @@ struct PyAssembler {
     /// same object fragment after fragment, and an `int` it holds cannot change value, so a
     /// pointer comparison settles it without reading the number again.
     last_index: Option<(Py<PyAny>, i64)>,
+    /// The keyword names tuple of the last `feed` and the parameter of each of its names: a
+    /// call site passes the same constant tuple at every fragment, so its names are matched
+    /// once (see `feed_arguments`).
+    feed_kwnames: Option<(Py<PyTuple>, [u8; FEED_KEYWORDS.len()])>,
     /// Called with the assembler before `finish` (see `_flush_before_finish`).
     before_finish: Option<Py<PyAny>>,
     /// The caller's list that progress items are appended to as they arrive (`progress_into`).
@@ -2379,25 +2392,32 @@ impl PyAssembler {
     /// Appends the progress items that arrived to the `progress_into` list, if there is one.
     #[inline]
     fn flush_progress(&mut self, py: Python<'_>) -> PyResult<()> {
-        match &self.progress_into {
-            Some(list) => {
-                let list = list.clone_ref(py).into_bound(py);
-                self.drain_progress_to(py, &list)
-            }
-            None => Ok(()),
+        if self.progress_into.is_some() {
+            self.drain_progress_to(py, None)
+        } else {
+            Ok(())
         }
     }
 
-    /// Appends the progress items since the last drain to `list`, as (ordinal, JSON Pointer,
-    /// appended text).
-    fn drain_progress_to(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
+    /// Appends the progress items since the last drain to `list` (`None`: the `progress_into`
+    /// list, borrowed in place: no method can replace it while `self` is borrowed), as
+    /// (ordinal, JSON Pointer, appended text).
+    fn drain_progress_to(
+        &mut self,
+        py: Python<'_>,
+        list: Option<&Bound<'_, PyList>>,
+    ) -> PyResult<()> {
         let mut failure = None;
         let Self {
             decoder,
             last_path,
             ordinal_int,
+            progress_into,
             ..
         } = self;
+        let Some(list) = list.or_else(|| progress_into.as_ref().map(|list| list.bind(py))) else {
+            return Ok(());
+        };
         decoder
             .assembler_mut()
             .drain_progress_each(|ordinal, path, text, complete, continues| {
@@ -2642,30 +2662,49 @@ unsafe fn feed_arguments(
 ) -> PyResult<Bound<'_, PyInt>> {
     use pyo3::ffi;
     let positional = usize::try_from(nargs).unwrap_or(0);
+    // SAFETY: `slf` is live (contract).
+    let slf = unsafe { Borrowed::from_ptr(py, slf) };
+    // SAFETY: CPython's method descriptor checks that `self` is an instance of the class it was
+    // created for (`descr_check`) before calling the C function; `install_feed` created it for
+    // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
+    let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
+    // Borrowed first, for the keyword names it remembers; a failure is raised only after the
+    // arguments' own errors, as before.
+    let mut borrowed = slf.try_borrow_mut();
     // Borrowed pointers throughout: no reference count changes on the hot path.
     let mut keywords: [*mut ffi::PyObject; FEED_KEYWORDS.len()] =
         [std::ptr::null_mut(); FEED_KEYWORDS.len()];
     if !kwnames.is_null() {
-        let interned = FEED_NAMES.get_or_init(py, || {
-            FEED_KEYWORDS.map(|name| PyString::intern(py, name).unbind())
-        });
-        // SAFETY: a non-NULL `kwnames` is a live tuple (contract).
-        let count = usize::try_from(unsafe { ffi::PyTuple_GET_SIZE(kwnames) }).unwrap_or(0);
-        for k in 0..count {
-            // SAFETY: `k` is below the tuple's size, `k + positional` below the length of
-            // `args` (contract); both items are live for the call.
-            let (key, value) = unsafe {
-                (
-                    ffi::PyTuple_GET_ITEM(kwnames, k as ffi::Py_ssize_t),
-                    *args.add(positional + k),
-                )
-            };
-            let slot = match interned.iter().position(|name| name.as_ptr() == key) {
-                Some(slot) => slot,
-                // SAFETY: `key` is a live item of `kwnames`.
-                None => keyword_slot(&unsafe { Borrowed::from_ptr(py, key) })?,
-            };
-            keywords[slot] = value;
+        let known = match &borrowed {
+            Ok(assembler) => match &assembler.feed_kwnames {
+                Some((names, slots)) if names.as_ptr() == kwnames => Some(*slots),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if let Some(slots) = known {
+            // SAFETY: the kept tuple is `kwnames`, live (contract), whose size is at most
+            // `slots.len()` (`match_keywords`).
+            let count = usize::try_from(unsafe { ffi::PyTuple_GET_SIZE(kwnames) }).unwrap_or(0);
+            for (k, &slot) in slots.iter().enumerate().take(count) {
+                // SAFETY: `k` is below the tuple's size, so `k + positional` is below the
+                // length of `args` (contract); the value is live for the call.
+                keywords[usize::from(slot)] = unsafe { *args.add(positional + k) };
+            }
+        } else {
+            // SAFETY: forwarded from this function's contract.
+            let slots = unsafe { match_keywords(py, args, positional, kwnames, &mut keywords) }?;
+            if let (Ok(assembler), Some(slots)) = (&mut borrowed, slots) {
+                // A tuple cannot change, and the one kept cannot be freed (and its address
+                // reused) while it is held: the same pointer is the same names.
+                // SAFETY: `kwnames` is a live tuple (contract).
+                let names = unsafe { Borrowed::from_ptr(py, kwnames).cast_unchecked::<PyTuple>() };
+                let kept = (names.to_owned().unbind(), slots);
+                if let Some((old, _)) = assembler.feed_kwnames.replace(kept) {
+                    // Released as a `Bound`, at once (see `drain_progress_to`).
+                    drop(old.into_bound(py));
+                }
+            }
         }
     }
     if positional != 1 {
@@ -2675,13 +2714,9 @@ unsafe fn feed_arguments(
             format!("feed() takes 1 positional argument but {positional} were given")
         }));
     }
-    // SAFETY: `slf` and `args[0]` (one positional argument, checked above) are live (contract).
-    let (slf, index) = unsafe { (Borrowed::from_ptr(py, slf), Borrowed::from_ptr(py, *args)) };
-    // SAFETY: CPython's method descriptor checks that `self` is an instance of the class it was
-    // created for (`descr_check`) before calling the C function; `install_feed` created it for
-    // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
-    let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
-    let mut assembler = slf.try_borrow_mut().map_err(in_use)?;
+    let mut assembler = borrowed.map_err(in_use)?;
+    // SAFETY: `args[0]` (one positional argument, checked above) is live (contract).
+    let index = unsafe { Borrowed::from_ptr(py, *args) };
     // Each slot by hand: `keywords.map` compiled to an out-of-line loop with a drop guard that
     // cost about a tenth of a fragment's `feed` without progress.
     // SAFETY: each non-NULL entry was taken from `args` above.
@@ -2706,6 +2741,50 @@ unsafe fn feed_arguments(
         ],
     )?;
     Ok(ordinal_object(py, &mut assembler.ordinal_int, ordinal).clone())
+}
+
+/// Matches `feed`'s keyword names to its parameters, setting `keywords` (one value per
+/// parameter) from `args`; returns the parameter of each name, in order, when there are at
+/// most as many names as parameters (always, from a Python call: a name given twice is refused
+/// before the call).
+///
+/// # Safety
+/// As for `feed_arguments`, with `kwnames` not NULL.
+unsafe fn match_keywords(
+    py: Python<'_>,
+    args: *const *mut pyo3::ffi::PyObject,
+    positional: usize,
+    kwnames: *mut pyo3::ffi::PyObject,
+    keywords: &mut [*mut pyo3::ffi::PyObject; FEED_KEYWORDS.len()],
+) -> PyResult<Option<[u8; FEED_KEYWORDS.len()]>> {
+    use pyo3::ffi;
+    let interned = FEED_NAMES.get_or_init(py, || {
+        FEED_KEYWORDS.map(|name| PyString::intern(py, name).unbind())
+    });
+    // SAFETY: a non-NULL `kwnames` is a live tuple (contract).
+    let count = usize::try_from(unsafe { ffi::PyTuple_GET_SIZE(kwnames) }).unwrap_or(0);
+    let mut slots = [0u8; FEED_KEYWORDS.len()];
+    for k in 0..count {
+        // SAFETY: `k` is below the tuple's size, `k + positional` below the length of `args`
+        // (contract); both items are live for the call.
+        let (key, value) = unsafe {
+            (
+                ffi::PyTuple_GET_ITEM(kwnames, k as ffi::Py_ssize_t),
+                *args.add(positional + k),
+            )
+        };
+        let slot = match interned.iter().position(|name| name.as_ptr() == key) {
+            Some(slot) => slot,
+            // SAFETY: `key` is a live item of `kwnames`.
+            None => keyword_slot(&unsafe { Borrowed::from_ptr(py, key) })?,
+        };
+        keywords[slot] = value;
+        if let Some(kept) = slots.get_mut(k) {
+            // A slot is below `FEED_KEYWORDS.len()`, 5.
+            *kept = slot as u8;
+        }
+    }
+    Ok((count <= slots.len()).then_some(slots))
 }
 
 /// The parameter a keyword name that is not one of the interned names stands for.
@@ -2760,6 +2839,7 @@ impl PyAssembler {
             last_path: None,
             ordinal_int: None,
             last_index: None,
+            feed_kwnames: None,
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
             finished_progress: None,
@@ -3038,7 +3118,7 @@ impl PyAssembler {
             return Ok(released.into_bound(py));
         }
         let list = PyList::empty(py);
-        this.drain_progress_to(py, &list)?;
+        this.drain_progress_to(py, Some(&list))?;
         Ok(list)
     }
 
@@ -3355,7 +3435,7 @@ impl PyAssembler {
                     .map_err(|e| misuse(&e))?;
                 if assembler.progress_into.is_none() {
                     let released = PyList::empty(slf.py());
-                    assembler.drain_progress_to(slf.py(), &released)?;
+                    assembler.drain_progress_to(slf.py(), Some(&released))?;
                     assembler.finished_progress = Some(released.unbind());
                 }
             }

@@ -891,6 +891,46 @@ def test_feed_matches_arguments_like_a_python_signature() -> None:
     assert one(b).value == {}
 
 
+def test_feed_keywords_are_matched_at_every_call_site() -> None:
+    """Each call site passes its own keyword names, in its own order: `feed` remembers the last
+    site's names, and a site that differs (or a keyword it refuses) is matched afresh."""
+    a = Assembler()
+
+    def by_site(order: int, index: int, text: str) -> int:
+        if order == 0:
+            return a.feed(index, id=None, name=None, arguments=text)
+        if order == 1:
+            return a.feed(index, arguments=text, name=None, id=None)
+        return a.feed(index, arguments=text)
+
+    assert a.feed(0, name="f", id="c0", arguments='{"a": ') == 0
+    assert a.feed(1, arguments='{"b": ', id="c1", name="g") == 1
+    for step, (index, text) in enumerate([(0, "[1"), (1, '"x'), (0, ", 2"), (1, 'y"'), (0, "]}")]):
+        assert by_site(step % 3, index, text) == index
+    with pytest.raises(TypeError, match="unexpected keyword argument 'names'"):
+        a.feed(1, names="f")  # type: ignore[call-arg]
+    assert by_site(2, 1, "}") == 1
+    # The keyword errors come before the assembler is found in use, as the signature's would.
+    seen: list[str] = []
+
+    class Reentrant:
+        def __index__(self) -> int:
+            for call in (lambda: a.feed(0, names="f"), lambda: a.feed(0, arguments="")):  # type: ignore[call-arg]
+                try:
+                    call()
+                except (TypeError, MisuseError) as err:
+                    seen.append(type(err).__name__)
+            return 2
+
+    assert a.feed(cast(int, Reentrant()), name="h", arguments="{}") == 2
+    assert seen == ["TypeError", "MisuseError"]
+    assert [(c.name, c.value) for c in a.finish()] == [
+        ("f", {"a": [1, 2]}),
+        ("g", {"b": "xy"}),
+        ("h", {}),
+    ]
+
+
 def test_limits_are_typed_errors() -> None:
     a = Assembler(max_bytes=100)
     a.feed(0, name="f", arguments='{"a": "' + "x" * 200 + '"}')
