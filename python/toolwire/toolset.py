@@ -64,7 +64,14 @@ from toolwire.coercion import (
     resolve_rules,
 )
 from toolwire.jsonschema_dialect import RefusedPatternError, extended_validator
-from toolwire.payloads import FREE_FORM_TYPE, Lang, check_lang, is_free_form, require_call
+from toolwire.payloads import (
+    FREE_FORM_TYPE,
+    Lang,
+    check_lang,
+    is_free_form,
+    require_call,
+    sendable_text,
+)
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
     InvalidSchemaError,
@@ -93,6 +100,7 @@ from toolwire.validation import (
     CallErrorLike,
     CallLike,
     Check,
+    FieldError,
     Outcome,
     Redactor,
     ToolValidator,
@@ -2056,7 +2064,9 @@ class Toolset:
             the application's own code raises (a Pydantic validator raising anything but
             `ValueError` or `AssertionError`, a check, the redaction hook), the call gets a
             non-retryable `internal_error` outcome and the exception is logged by type: one
-            call's failure never costs the others their outcomes, as in `assemble`.
+            call's failure never costs the others their outcomes, as in `assemble`. A
+            validator's refusal whose message Pydantic cannot encode (a lone surrogate) is a
+            retryable `validation` error at the root, its message made sendable.
 
         Raises:
             TypeError: `call` is not a call, or a call of the application's own holds the
@@ -2068,7 +2078,7 @@ class Toolset:
             done = self._rejected(call, exc)
         except Exception as exc:
             # The native path runs Pydantic, so the model's own validators.
-            done = internal_error(call, exc, self._lang)
+            done = self._failed(call, exc)
         # The rest in a method of its own: a frame with the general path's two dozen locals
         # costs the common case time to set up and clear.
         if done is None:
@@ -2087,7 +2097,7 @@ class Toolset:
         try:
             return validator.rejected(call, exc, lang=self._lang, redact=self._redact)
         except Exception as failure:
-            return internal_error(call, failure, self._lang)
+            return self._failed(call, failure)
 
     def _validate_general(self, call: CallLike) -> Outcome:
         """`validate` for every call the native path leaves to Python."""
@@ -2101,7 +2111,23 @@ class Toolset:
         try:
             return self._validate_python(call)
         except Exception as exc:
+            return self._failed(call, exc)
+
+    def _failed(self, call: CallLike, exc: Exception) -> Outcome:
+        """The outcome of a call whose validation raised `exc`: `internal_error`, unless
+        Pydantic itself could not write down a validator's refusal (see `_unwritable_refusal`).
+        """
+        refusal = _unwritable_refusal(exc)
+        if refusal is None:
             return internal_error(call, exc, self._lang)
+        try:
+            shown = self.scrub(call, refusal)
+        except Exception as failure:
+            return internal_error(call, failure, self._lang)
+        failed = Outcome.failure(
+            call, call.name or "", "validation", lang=self._lang, retryable=True
+        )
+        return dataclasses.replace(failed, errors=[FieldError(path="", code="value", hint=shown)])
 
     def _validate_custom(self, call: CallLike, free_form: bool) -> Outcome:
         """`validate` for a custom tool's call (`free_form`: type `custom`) or a call that names
@@ -2265,6 +2291,28 @@ class Toolset:
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""
         return [self.validate(call) for call in calls]
+
+
+def _unwritable_refusal(exc: Exception) -> str | None:
+    """The message, made sendable, of a validator's refusal that Pydantic could not write
+    down, or None when `exc` is no such failure.
+
+    A validator raising `ValueError` with a lone surrogate in its message makes pydantic-core
+    raise `UnicodeEncodeError` in place of the `ValidationError` (it cannot encode the text,
+    and the field it was at is lost with it). That is the model's value refused, not a bug:
+    the call is retryable. Pydantic catches a `UnicodeEncodeError` the application's own code
+    raises while validating (it is a `ValueError`), so one raised from native code directly
+    under a toolwire frame is Pydantic's; a check's or the redaction hook's own stays an
+    `internal_error`.
+    """
+    if not (isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed"):
+        return None
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    if trace is None or trace.tb_frame.f_globals.get("__name__", "").split(".")[0] != "toolwire":
+        return None
+    return sendable_text(exc.object)
 
 
 def internal_error(call: CallLike, exc: Exception, lang: Lang) -> Outcome:
