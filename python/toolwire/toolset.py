@@ -49,6 +49,7 @@ from pydantic_core import core_schema
 
 from toolwire import _core
 from toolwire._core import DirectValidation, ToolCall, pattern_error
+from toolwire._pickling import RebuiltWhole
 from toolwire.coercion import (
     ALL_RULES,
     COERCE_KEY,
@@ -119,7 +120,37 @@ if TYPE_CHECKING:
 
     from toolwire._core import ToolRegistry
 
-__all__ = ["CustomToolDefinition", "ToolDefinition", "ToolInput", "Toolset", "snake_case"]
+__all__ = [
+    "CustomToolDefinition",
+    "ToolDefinition",
+    "ToolInput",
+    "Toolset",
+    "UnknownToolError",
+    "snake_case",
+]
+
+
+class UnknownToolError(RebuiltWhole, KeyError):
+    """A tool name a `Toolset` lookup (`tool`, `model`, `schema`, `custom_tool`) does not
+    know: a `KeyError` (code that caught the bare one still does), whose text names the tool
+    and the ones registered.
+
+    Attributes:
+        name: The name asked for.
+        available: The names registered of the kind asked for (custom tools for
+            `custom_tool`), in registration order.
+    """
+
+    def __init__(self, name: object, available: Sequence[str], *, custom: bool = False) -> None:
+        kind = "custom tool" if custom else "tool"
+        listed = ", ".join(repr(n) for n in available) if available else f"no {kind}s"
+        super().__init__(f"no {kind} named {name!r}; registered: {listed}")
+        self.name = name
+        self.available = list(available)
+
+    def __str__(self) -> str:
+        # `KeyError` shows its argument's repr, quotes and escapes included.
+        return str(self.args[0]) if self.args else ""
 
 
 # A tool whose calls Pydantic alone validates: its validator, Pydantic's `validate_json`, the
@@ -1837,9 +1868,12 @@ class Toolset:
         """The registered definition of one custom tool.
 
         Raises:
-            KeyError: If no custom tool has that name.
+            UnknownToolError: If no custom tool has that name (a `KeyError`).
         """
-        return self._custom[name]
+        found = self._custom.get(name)
+        if found is None:
+            raise UnknownToolError(name, list(self._custom), custom=True)
+        return found
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -1859,17 +1893,17 @@ class Toolset:
         """The registered definition of one tool.
 
         Raises:
-            KeyError: If no tool has that name.
+            UnknownToolError: If no tool has that name (a `KeyError`).
         """
-        return self._tools[name]
+        return self._known(name)
 
     def model(self, name: str) -> type[BaseModel] | None:
         """The Pydantic model of a tool (None for a plain-dict tool).
 
         Raises:
-            KeyError: If no tool has that name.
+            UnknownToolError: If no tool has that name (a `KeyError`).
         """
-        return self._tools[name].model
+        return self._known(name).model
 
     def schema(self, name: str) -> dict[str, Any]:
         """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
@@ -1895,9 +1929,16 @@ class Toolset:
         the pre-check would (`email`, `uuid`, `hostname`, ...).
 
         Raises:
-            KeyError: If no tool has that name.
+            UnknownToolError: If no tool has that name (a `KeyError`).
         """
-        return copy.deepcopy(self._tools[name].schema)
+        return copy.deepcopy(self._known(name).schema)
+
+    def _known(self, name: str) -> ToolDefinition:
+        """The tool of that name, or `UnknownToolError` naming the registered ones."""
+        found = self._tools.get(name)
+        if found is None:
+            raise UnknownToolError(name, list(self._tools))
+        return found
 
     def schemas(self) -> dict[str, dict[str, Any]]:
         """`{name: schema(name)}` for every tool."""
@@ -2274,7 +2315,13 @@ class Toolset:
         Returns:
             The scrubbed text (`"[redaction failed]"` when the hook raised, or returned
             something other than a str).
+
+        Raises:
+            TypeError: `call` is not a call (None, a dict), or `text` is not a str.
         """
+        require_call(call, ("name",), what="scrub's call")
+        if not isinstance(cast(object, text), str):
+            raise TypeError(f"scrub's text must be a str, not {type(text).__name__}")
         tool = self._tools.get(call.name) if call.name is not None else None
         sent: object = getattr(call, "arguments", None)
         if not isinstance(sent, str):  # a look-alike call without its text: the hook alone
