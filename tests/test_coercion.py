@@ -1464,6 +1464,42 @@ def test_an_integral_number_past_any_float_is_not_made_an_int() -> None:
     assert not outcome.ok and [e.path for e in outcome.errors] == ["/units"]
 
 
+@pytest.mark.parametrize("number", ["1e3", "1E3", "1.5e3", "30.0", "10e-1"])
+def test_a_whole_number_in_a_string_is_read_as_the_same_number_sent_bare(number: str) -> None:
+    # `1e3` is 1000 (`integral_number`); `"1e3"` was refused with no hint, though `"30.0"`
+    # was taken: the quotes alone changed the verdict.
+    toolset = Toolset([_Stock])
+    bare = toolset.validate(call("stock", f'{{"units": {number}}}'))
+    quoted = toolset.validate(call("stock", f'{{"units": "{number}"}}'))
+    assert bare.ok and quoted.ok and quoted.model == bare.model
+    assert [(c.rule, c.path) for c in quoted.coercions] == [("number_string", "/units")]
+
+
+@pytest.mark.parametrize(
+    ("number", "advice"),
+    [
+        ("1e400", "too large or too small"),
+        ("-1e400", "too large or too small"),
+        ("1e" + "9" * 5000, "too large or too small"),
+        ("1e-400", "whole number"),
+        ("2.5e0", "whole number"),
+        ("1e-" + "9" * 5000, "whole number"),
+    ],
+)
+def test_a_number_in_a_string_an_integer_field_cannot_take_is_told_why(
+    number: str, advice: str
+) -> None:
+    # A 5000-digit exponent, which no `Decimal` holds, and `"1e3"`'s kin had no hint at all.
+    toolset = Toolset([_Stock])
+    outcome = toolset.validate(call("stock", f'{{"units": "{number}"}}'))
+    assert not outcome.ok and outcome.retryable
+    (error,) = outcome.errors
+    assert error.path == "/units" and error.hint is not None and advice in error.hint
+    if advice.startswith("too"):  # as the same number sent bare is told
+        bare = toolset.validate(call("stock", f'{{"units": {number}}}'))
+        assert (error.expected, error.hint) == (bare.errors[0].expected, bare.errors[0].hint)
+
+
 @pytest.mark.parametrize("number", ["5.0000000000000001", "999.9999999999999999", "1e-400"])
 def test_a_fraction_a_float_rounds_to_a_whole_number_is_refused_with_advice(number: str) -> None:
     # Strict Pydantic refuses it already; the model hears why, as for a plain tool: a float

@@ -10,7 +10,9 @@ as a `CoercionProblem` with a hint. Nothing is ever guessed.
 Rules (names are stable; `SAFE_RULES` is the default set):
 
 * `number_string`: `"30"` → `30` for integer fields (`"30.5"` is refused, never rounded),
-  `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`).
+  `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`). A string is read as
+  the same number sent bare is: `"1e3"` and `"30.0"` are 1000 and 30 for an integer field, as
+  `1e3` and `30.0` are, and `"1e400"` is refused as out of range, as `1e400` is.
 * `integral_number`: `30.0` → `30` for integer fields.
 * `bool_string`: `"true"` / `"false"` (any case) → boolean.
 * `json_string`: a string holding a JSON array or object where one is expected (JSON by the
@@ -191,8 +193,6 @@ MAX_EMBEDDED_DEPTH = 64
 
 # A number as JSON writes it (RFC 8259), the only text a numeric string is read as.
 JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-# Integers are taken only in plain notation: "1e3" for a count is more likely a slip than 1000.
-_PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A local timestamp as RFC 3339 writes it (ASCII digits), which `default_timezone` completes.
 _LOCAL_TIMESTAMP = re.compile(
@@ -1905,26 +1905,29 @@ class _Coercer:
         if types & {"integer", "number"} and "number_string" in rules:
             stripped = value.strip()
             if JSON_NUMBER.fullmatch(stripped):
-                try:
-                    # Written with a fraction or an exponent, it stays one (`"-0e0"`, `"1e0"`),
-                    # as the same number sent bare is read: a float's `-0.0`, not the int 0.
-                    integer = _INTEGER_TEXT.fullmatch(stripped)
-                    exact = Decimal(stripped) if integer else _Fraction(stripped)
-                except InvalidOperation:
-                    return value
+                # Written with a fraction or an exponent, it stays one (`"-0e0"`, `"1e0"`), as
+                # the same number sent bare is read: a float's `-0.0`, not the int 0. An
+                # exponent no `Decimal` holds is kept capped, to be refused as out of range.
+                integer = _INTEGER_TEXT.fullmatch(stripped)
+                exact = Decimal(stripped) if integer else _exact_number(stripped)
                 if "integer" in types:
                     if integer and len(stripped.lstrip("-")) <= _MAX_INT_DIGITS:
                         # Digits alone are an exact integer however far past a float (as
                         # Pydantic reads them), not a float reading to refuse.
                         return self.record(path, value, int(exact), "number_string")
-                    whole = _integral(exact) if _PLAIN_NUMBER.fullmatch(stripped) else None
+                    # Read as the same number sent bare is (`integral_number`): `"1e3"` is
+                    # 1000 as `1e3` is, `"1e400"` past what a float holds as `1e400` is.
+                    whole = None if integer else _integral(exact)
                     if whole is not None:
                         return self.record(path, value, whole, "number_string")
                     if "number" not in types:
                         if integer:
                             # An integer all the same: "do not round" would be false advice.
                             self.refuse(path, "too_many_digits", value, str(_MAX_INT_DIGITS))
-                        elif _integral(exact) is None:
+                        elif exact.adjusted() >= 0 and _beyond_float(exact):
+                            # Too large: a fraction too small (`"1e-400"`) is no whole number.
+                            self.refuse(path, "out_of_range", value)
+                        else:
                             self.refuse(path, "fractional_integer", value)
                         return value
                 if _beyond_float(exact):
