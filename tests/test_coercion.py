@@ -665,6 +665,36 @@ def test_json_shaped_number_text_is_still_taken(arguments: str, amount: Decimal)
     assert outcome.model.amount == amount
 
 
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "path", "value"),
+    [
+        ('{"amount": " 1.5"}', "/amount", Decimal("1.5")),
+        ('{"amount": "12.50 "}', "/amount", Decimal("12.50")),
+        ('{"amount": 1, "tip": "\\t2"}', "/tip", Decimal("2")),
+        ('{"amount": 1, "lines": ["1", " 2e1 "]}', "/lines/1", [Decimal("1"), Decimal("2e1")]),
+    ],
+)
+def test_white_space_around_decimal_text_is_a_recorded_coercion(
+    arguments: str, path: str, value: Any, precheck: bool
+) -> None:
+    # Pydantic strips it without a word; a float field records the same text as
+    # `number_string`, and so does a `Decimal` one now. `"1.5"` itself is a Decimal's own form.
+    toolset = Toolset([Payment])
+    asm = Assembler(tools=toolset) if precheck else Assembler()
+    asm.feed(0, id="call_1", name="payment", arguments=arguments)
+    (done,) = asm.finish()
+    outcome = toolset.validate(done)
+    assert outcome.ok, outcome.errors
+    field = path.split("/")[1]
+    assert getattr(outcome.model, field) == value
+    assert [(c.rule, c.path) for c in outcome.coercions] == [("number_string", path)]
+    # Without the rule, refused as the float field's text is.
+    held = Toolset([Payment], coercion="none").validate(done)
+    assert not held.ok and [e.path for e in held.errors] == [path]
+    assert Toolset([Payment]).validate(call("payment", '{"amount": "1.5"}')).coercions == []
+
+
 @given(
     st.decimals(min_value=Decimal("-1e12"), max_value=Decimal("1e12"), places=2, allow_nan=False)
 )

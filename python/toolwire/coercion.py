@@ -10,9 +10,11 @@ as a `CoercionProblem` with a hint. Nothing is ever guessed.
 Rules (names are stable; `SAFE_RULES` is the default set):
 
 * `number_string`: `"30"` → `30` for integer fields (`"30.5"` is refused, never rounded),
-  `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`). A string is read as
-  the same number sent bare is: `"1e3"` and `"30.0"` are 1000 and 30 for an integer field, as
-  `1e3` and `30.0` are, and `"1e400"` is refused as out of range, as `1e400` is.
+  `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`; for a `Decimal`
+  field, whose own form is such text, only white space around it is, `" 19.99"`). A string
+  is read as the same number sent bare is: `"1e3"` and `"30.0"` are 1000 and 30 for an
+  integer field, as `1e3` and `30.0` are, and `"1e400"` is refused as out of range, as
+  `1e400` is.
 * `integral_number`: `30.0` → `30` for integer fields.
 * `bool_string`: `"true"` / `"false"` (any case) → boolean.
 * `json_string`: a string holding a JSON array or object where one is expected (JSON by the
@@ -1126,7 +1128,14 @@ class _Coercer:
             return value
         if is_decimal_union(node):
             # A `Decimal` takes a number or a numeric string as it is, digit for digit.
-            if isinstance(value, str) and not decimal_text_ok(value, node):
+            spaced = _spaced_number(value, node)
+            if spaced is not None:
+                # Pydantic strips the white space without a word, where a float field records
+                # the same text as `number_string`.
+                if "number_string" in rules:
+                    return self.record(path, value, spaced, "number_string")
+                self.refuse(path, "number_text", value)
+            elif isinstance(value, str) and not decimal_text_ok(value, node):
                 self.refuse(path, "number_text", value)
             return value
         if isinstance(value, Decimal) and decimal_beside_integer(node):
@@ -2043,6 +2052,21 @@ def decimal_text_ok(text: str, node: Mapping[str, Any]) -> bool:
         return True
 
 
+def _spaced_number(value: Any, node: Mapping[str, Any]) -> Decimal | None:
+    """The number a `Decimal` field's string holds when it is a JSON number with white space
+    around it (`" 1.5"`), which a field that takes no plain text reads only once stripped;
+    None for anything else."""
+    if not isinstance(value, str) or not _holds_decimal(node):
+        return None
+    stripped = value.strip()
+    if stripped == value or not JSON_NUMBER.fullmatch(stripped):
+        return None
+    for branch in cast(list[Any], node.get("anyOf") or []):
+        if cast(dict[str, Any], branch).get("type") == "string" and "pattern" not in branch:
+            return None  # `Decimal | str`: the text is a string as sent
+    return Decimal(stripped) if _INTEGER_TEXT.fullmatch(stripped) else _exact_number(stripped)
+
+
 def odd_decimal_text(value: Any, schema: Mapping[str, Any]) -> bool:
     """Whether a `Decimal` field holds a string that `decimal_text_ok` refuses.
 
@@ -2051,13 +2075,16 @@ def odd_decimal_text(value: Any, schema: Mapping[str, Any]) -> bool:
         schema: The tool's self-contained schema.
 
     Returns:
-        True if some `Decimal` field's string is not a JSON number.
+        True if some `Decimal` field's string is not a JSON number, or is one with white
+        space around it (which coercion records as `number_string`).
     """
     found = False
 
     def check(item: Any, node: Mapping[str, Any]) -> Any:
         nonlocal found
-        if isinstance(item, str) and not decimal_text_ok(item, node):
+        if isinstance(item, str) and (
+            not decimal_text_ok(item, node) or _spaced_number(item, node) is not None
+        ):
             found = True
         return item
 
