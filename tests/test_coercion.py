@@ -665,6 +665,36 @@ def test_json_shaped_number_text_is_still_taken(arguments: str, amount: Decimal)
     assert outcome.model.amount == amount
 
 
+@pytest.mark.parametrize("precheck", [True, False])
+@pytest.mark.parametrize(
+    ("arguments", "path", "value"),
+    [
+        ('{"amount": " 1.5"}', "/amount", Decimal("1.5")),
+        ('{"amount": "12.50 "}', "/amount", Decimal("12.50")),
+        ('{"amount": 1, "tip": "\\t2"}', "/tip", Decimal("2")),
+        ('{"amount": 1, "lines": ["1", " 2e1 "]}', "/lines/1", [Decimal("1"), Decimal("2e1")]),
+    ],
+)
+def test_white_space_around_decimal_text_is_a_recorded_coercion(
+    arguments: str, path: str, value: Any, precheck: bool
+) -> None:
+    # Pydantic strips it without a word; a float field records the same text as
+    # `number_string`, and so does a `Decimal` one now. `"1.5"` itself is a Decimal's own form.
+    toolset = Toolset([Payment])
+    asm = Assembler(tools=toolset) if precheck else Assembler()
+    asm.feed(0, id="call_1", name="payment", arguments=arguments)
+    (done,) = asm.finish()
+    outcome = toolset.validate(done)
+    assert outcome.ok, outcome.errors
+    field = path.split("/")[1]
+    assert getattr(outcome.model, field) == value
+    assert [(c.rule, c.path) for c in outcome.coercions] == [("number_string", path)]
+    # Without the rule, refused as the float field's text is.
+    held = Toolset([Payment], coercion="none").validate(done)
+    assert not held.ok and [e.path for e in held.errors] == [path]
+    assert Toolset([Payment]).validate(call("payment", '{"amount": "1.5"}')).coercions == []
+
+
 @given(
     st.decimals(min_value=Decimal("-1e12"), max_value=Decimal("1e12"), places=2, allow_nan=False)
 )
@@ -1462,6 +1492,42 @@ def test_an_integral_number_past_any_float_is_not_made_an_int() -> None:
     assert toolset.validate(call("stock", '{"units": 1e3}')).model == _Stock(units=1000)
     outcome = toolset.validate(call("stock", '{"units": 1e400}'))
     assert not outcome.ok and [e.path for e in outcome.errors] == ["/units"]
+
+
+@pytest.mark.parametrize("number", ["1e3", "1E3", "1.5e3", "30.0", "10e-1"])
+def test_a_whole_number_in_a_string_is_read_as_the_same_number_sent_bare(number: str) -> None:
+    # `1e3` is 1000 (`integral_number`); `"1e3"` was refused with no hint, though `"30.0"`
+    # was taken: the quotes alone changed the verdict.
+    toolset = Toolset([_Stock])
+    bare = toolset.validate(call("stock", f'{{"units": {number}}}'))
+    quoted = toolset.validate(call("stock", f'{{"units": "{number}"}}'))
+    assert bare.ok and quoted.ok and quoted.model == bare.model
+    assert [(c.rule, c.path) for c in quoted.coercions] == [("number_string", "/units")]
+
+
+@pytest.mark.parametrize(
+    ("number", "advice"),
+    [
+        ("1e400", "too large or too small"),
+        ("-1e400", "too large or too small"),
+        ("1e" + "9" * 5000, "too large or too small"),
+        ("1e-400", "whole number"),
+        ("2.5e0", "whole number"),
+        ("1e-" + "9" * 5000, "whole number"),
+    ],
+)
+def test_a_number_in_a_string_an_integer_field_cannot_take_is_told_why(
+    number: str, advice: str
+) -> None:
+    # A 5000-digit exponent, which no `Decimal` holds, and `"1e3"`'s kin had no hint at all.
+    toolset = Toolset([_Stock])
+    outcome = toolset.validate(call("stock", f'{{"units": "{number}"}}'))
+    assert not outcome.ok and outcome.retryable
+    (error,) = outcome.errors
+    assert error.path == "/units" and error.hint is not None and advice in error.hint
+    if advice.startswith("too"):  # as the same number sent bare is told
+        bare = toolset.validate(call("stock", f'{{"units": {number}}}'))
+        assert (error.expected, error.hint) == (bare.errors[0].expected, bare.errors[0].hint)
 
 
 @pytest.mark.parametrize("number", ["5.0000000000000001", "999.9999999999999999", "1e-400"])

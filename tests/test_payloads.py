@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -16,7 +17,15 @@ from pydantic import BaseModel
 
 from toolwire import Assembler, ExecutionResult, Executor, MisuseError, ToolCall
 from toolwire.execution import Call as Run
-from toolwire.payloads import MESSAGES, STYLES, Style, call_id_for, text, tool_messages
+from toolwire.payloads import (
+    MESSAGES,
+    STYLES,
+    Style,
+    call_id_for,
+    jsonable_result,
+    text,
+    tool_messages,
+)
 from toolwire.repair import Escalation, Proceed, RepairPolicy
 from toolwire.toolset import Toolset
 from toolwire.validation import BusinessRuleError, Outcome
@@ -313,7 +322,7 @@ class _Rows:
     "result",
     [
         {1: "a", "1": "b"},
-        [{"n": {None: 1, "None": 2}}],
+        [{"n": {None: 1, "null": 2}}],
         _Rows({2: 1, "2": 2}),
         {"items": ({1.5: "x", "1.5": "y"},)},
     ],
@@ -322,6 +331,55 @@ def test_a_result_whose_keys_are_one_json_key_is_not_sent_with_one_lost(result: 
     # JSON keys are text: `{1: "a", "1": "b"}` went out as `{"1": "b"}`, one entry dropped.
     (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [result])
     assert json.loads(content_of(message))["error_type"] == "invalid_result"
+
+
+@dataclass
+class _Reading:
+    level: Decimal
+    drift: float
+
+
+class _Gauge(BaseModel):
+    level: Decimal
+    drift: float
+
+
+@pytest.mark.parametrize(
+    ("result", "sent"),
+    [
+        # A non-finite number is null whatever its type: a Decimal's was `"NaN"`.
+        (
+            [Decimal("NaN"), float("nan"), Decimal("-Infinity"), Decimal("1.5")],
+            [None] * 3 + ["1.5"],
+        ),
+        (Decimal("sNaN"), None),
+        (_Reading(Decimal("Infinity"), 0.5), {"level": None, "drift": 0.5}),
+        (
+            _Gauge.model_construct(level=Decimal("NaN"), drift=math.inf),
+            {"level": None, "drift": None},
+        ),
+        # A `None` key is JSON's `null`, as `json.dumps` writes it, not Python's `"None"`.
+        ({None: 1, "a": {None: Decimal("2")}}, {"null": 1, "a": {"null": "2"}}),
+        ({"None": 1, "NaN": "NaN"}, {"None": 1, "NaN": "NaN"}),
+        # A range is a sequence, as a list, a tuple or an iterator is.
+        (range(3), [0, 1, 2]),
+        ({"pages": range(1, 4, 2)}, {"pages": [1, 3]}),
+        (iter([1, 2]), [1, 2]),
+        # A generator holding a NaN was read twice: sent as `[]`.
+        ((x for x in (1.0, math.nan)), [1.0, None]),
+        ({"gen": iter([math.inf])}, {"gen": [None]}),
+    ],
+)
+def test_results_are_written_the_same_whatever_the_python_type(
+    result: object, sent: object
+) -> None:
+    (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [result])
+    assert json.loads(content_of(message)) == sent
+
+
+def test_a_range_is_a_sequence_for_the_executor_too() -> None:
+    assert jsonable_result(range(2)) == [0, 1]
+    assert jsonable_result({"x": Decimal("NaN"), None: range(1)}) == {"x": None, "null": [0]}
 
 
 def test_keys_that_stay_apart_in_json_are_sent() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from dataclasses import dataclass
 from decimal import Decimal
 from types import SimpleNamespace
@@ -13,7 +14,14 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from toolwire import Assembler, InvalidSchemaError, MisuseError, ToolCall, ToolRegistry
+from toolwire import (
+    Assembler,
+    InvalidSchemaError,
+    MisuseError,
+    ToolCall,
+    ToolRegistry,
+    UnknownToolError,
+)
 from toolwire.schema_export import SchemaExportError
 from toolwire.toolset import Toolset, snake_case
 
@@ -158,6 +166,31 @@ def test_lookups() -> None:
         toolset.schema("nope")
     with pytest.raises(KeyError):
         toolset.model("nope")
+
+
+@pytest.mark.parametrize("lookup", ["schema", "tool", "model", "custom_tool"])
+def test_an_unknown_tool_is_named_with_the_registered_ones(lookup: str) -> None:
+    custom = {"type": "custom", "name": "run_sql", "description": "Run SQL."}
+    toolset = Toolset([GetWeather, PLAIN_OPENAI_FUNCTION, custom])
+    with pytest.raises(UnknownToolError) as raised:
+        getattr(toolset, lookup)("nope")
+    error = raised.value
+    # Still a `KeyError` for code that caught the bare one, but readable: not `'nope'`.
+    assert isinstance(error, KeyError) and error.name == "nope"
+    registered = ["run_sql"] if lookup == "custom_tool" else ["get_weather", "search_docs"]
+    assert error.available == registered
+    assert str(error).startswith(
+        "no custom tool named 'nope'" if lookup == "custom_tool" else "no tool named 'nope'"
+    )
+    assert all(repr(name) in str(error) for name in registered)
+    assert pickle.loads(pickle.dumps(error)).available == registered
+
+
+@pytest.mark.parametrize("call", [None, {"name": "get_weather"}, "get_weather"])
+def test_scrub_refuses_what_is_no_call(call: object) -> None:
+    toolset = Toolset([GetWeather])
+    with pytest.raises(TypeError, match="scrub's call must be a ToolCall"):
+        toolset.scrub(call, "text")  # type: ignore[arg-type]
 
 
 def test_schema_is_the_precheck_schema_and_a_copy() -> None:

@@ -164,3 +164,68 @@ def test_a_call_that_is_no_call_is_still_refused() -> None:
     # The caller's mistake is raised, not answered as the application's failure.
     with pytest.raises(TypeError, match="validate's call must be a ToolCall"):
         TOOLS.validate(object())  # type: ignore[arg-type]
+
+
+class Label(BaseModel):
+    """Label a parcel (a validator whose refusal quotes text with a lone surrogate)."""
+
+    text: str
+    token: SecretStr
+
+    @field_validator("text")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if value.startswith("bad"):
+            # A message built from bytes a tool decoded with `surrogateescape`, say.
+            raise ValueError(f"cannot print {value!r} \udcff near {LEAK}")
+        return value
+
+
+class Tag(BaseModel):
+    """Tag a parcel (the native path: no secrets, no floats)."""
+
+    tag: str
+
+    @field_validator("tag")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        raise ValueError("unknown tag \ud800")
+
+
+@pytest.mark.parametrize("tool_name", ["label", "tag"])
+@pytest.mark.parametrize("look_alike", [False, True])
+def test_a_refusal_pydantic_cannot_encode_is_still_a_refusal(
+    tool_name: str, look_alike: bool
+) -> None:
+    # pydantic-core raises `UnicodeEncodeError` for such a message: the model's value was
+    # refused, so the model gets a retryable validation error, its text sendable.
+    tools = Toolset([Label, Tag], redact=lambda path, text: text.replace(LEAK, "[db]"))
+    arguments = {"label": '{"text": "bad", "token": "sk-1"}', "tag": '{"tag": "x"}'}
+    for prechecked in (tools, None):
+        call: Any = _call(prechecked, tool_name, arguments[tool_name])
+        if look_alike:
+            call = _look_alike(call)
+        outcome = tools.validate(call)
+        assert not outcome.ok and outcome.retryable
+        assert outcome.error_type == "validation"
+        (error,) = outcome.errors
+        assert error.code == "value" and error.hint is not None
+        assert "\ufffd" in error.hint and (
+            "cannot print" in error.hint or "unknown tag" in error.hint
+        )
+        assert LEAK not in error.hint
+        sent = json.dumps(outcome.to_message(call), ensure_ascii=False)
+        sent.encode("utf-8")
+        assert "internal_error" not in sent
+
+
+def test_a_check_raising_unicode_encode_error_is_still_the_application_s() -> None:
+    def check(tag: Tag) -> None:
+        "\ud800".encode()
+
+    class Plain(BaseModel):
+        tag: str
+
+    tools = Toolset([Plain], checks={"plain": check})
+    outcome = tools.validate(_call(tools, "plain", '{"tag": "x"}'))
+    assert outcome.error_type == "internal_error" and not outcome.retryable

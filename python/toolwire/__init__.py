@@ -57,7 +57,7 @@ from toolwire.schema_export import (
     SchemaTooLargeError,
 )
 from toolwire.stream import AssemblerLimits, AsyncToolStream, ToolStream, aassemble, assemble
-from toolwire.toolset import ToolDefinition, Toolset
+from toolwire.toolset import ToolDefinition, Toolset, UnknownToolError
 from toolwire.validation import BusinessRuleError, FieldError, Outcome
 
 __all__ = [
@@ -113,6 +113,7 @@ __all__ = [
     "ToolStream",
     "Toolset",
     "ToolwireError",
+    "UnknownToolError",
     "WireFormat",
     "__version__",
     "aassemble",

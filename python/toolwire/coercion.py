@@ -10,7 +10,11 @@ as a `CoercionProblem` with a hint. Nothing is ever guessed.
 Rules (names are stable; `SAFE_RULES` is the default set):
 
 * `number_string`: `"30"` → `30` for integer fields (`"30.5"` is refused, never rounded),
-  `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`).
+  `"19.99"` → `19.99` for number fields, digits kept exactly (`Decimal`; for a `Decimal`
+  field, whose own form is such text, only white space around it is, `" 19.99"`). A string
+  is read as the same number sent bare is: `"1e3"` and `"30.0"` are 1000 and 30 for an
+  integer field, as `1e3` and `30.0` are, and `"1e400"` is refused as out of range, as
+  `1e400` is.
 * `integral_number`: `30.0` → `30` for integer fields.
 * `bool_string`: `"true"` / `"false"` (any case) → boolean.
 * `json_string`: a string holding a JSON array or object where one is expected (JSON by the
@@ -191,8 +195,6 @@ MAX_EMBEDDED_DEPTH = 64
 
 # A number as JSON writes it (RFC 8259), the only text a numeric string is read as.
 JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-# Integers are taken only in plain notation: "1e3" for a count is more likely a slip than 1000.
-_PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A local timestamp as RFC 3339 writes it (ASCII digits), which `default_timezone` completes.
 _LOCAL_TIMESTAMP = re.compile(
@@ -1126,7 +1128,14 @@ class _Coercer:
             return value
         if is_decimal_union(node):
             # A `Decimal` takes a number or a numeric string as it is, digit for digit.
-            if isinstance(value, str) and not decimal_text_ok(value, node):
+            spaced = _spaced_number(value, node)
+            if spaced is not None:
+                # Pydantic strips the white space without a word, where a float field records
+                # the same text as `number_string`.
+                if "number_string" in rules:
+                    return self.record(path, value, spaced, "number_string")
+                self.refuse(path, "number_text", value)
+            elif isinstance(value, str) and not decimal_text_ok(value, node):
                 self.refuse(path, "number_text", value)
             return value
         if isinstance(value, Decimal) and decimal_beside_integer(node):
@@ -1905,26 +1914,29 @@ class _Coercer:
         if types & {"integer", "number"} and "number_string" in rules:
             stripped = value.strip()
             if JSON_NUMBER.fullmatch(stripped):
-                try:
-                    # Written with a fraction or an exponent, it stays one (`"-0e0"`, `"1e0"`),
-                    # as the same number sent bare is read: a float's `-0.0`, not the int 0.
-                    integer = _INTEGER_TEXT.fullmatch(stripped)
-                    exact = Decimal(stripped) if integer else _Fraction(stripped)
-                except InvalidOperation:
-                    return value
+                # Written with a fraction or an exponent, it stays one (`"-0e0"`, `"1e0"`), as
+                # the same number sent bare is read: a float's `-0.0`, not the int 0. An
+                # exponent no `Decimal` holds is kept capped, to be refused as out of range.
+                integer = _INTEGER_TEXT.fullmatch(stripped)
+                exact = Decimal(stripped) if integer else _exact_number(stripped)
                 if "integer" in types:
                     if integer and len(stripped.lstrip("-")) <= _MAX_INT_DIGITS:
                         # Digits alone are an exact integer however far past a float (as
                         # Pydantic reads them), not a float reading to refuse.
                         return self.record(path, value, int(exact), "number_string")
-                    whole = _integral(exact) if _PLAIN_NUMBER.fullmatch(stripped) else None
+                    # Read as the same number sent bare is (`integral_number`): `"1e3"` is
+                    # 1000 as `1e3` is, `"1e400"` past what a float holds as `1e400` is.
+                    whole = None if integer else _integral(exact)
                     if whole is not None:
                         return self.record(path, value, whole, "number_string")
                     if "number" not in types:
                         if integer:
                             # An integer all the same: "do not round" would be false advice.
                             self.refuse(path, "too_many_digits", value, str(_MAX_INT_DIGITS))
-                        elif _integral(exact) is None:
+                        elif exact.adjusted() >= 0 and _beyond_float(exact):
+                            # Too large: a fraction too small (`"1e-400"`) is no whole number.
+                            self.refuse(path, "out_of_range", value)
+                        else:
                             self.refuse(path, "fractional_integer", value)
                         return value
                 if _beyond_float(exact):
@@ -2040,6 +2052,21 @@ def decimal_text_ok(text: str, node: Mapping[str, Any]) -> bool:
         return True
 
 
+def _spaced_number(value: Any, node: Mapping[str, Any]) -> Decimal | None:
+    """The number a `Decimal` field's string holds when it is a JSON number with white space
+    around it (`" 1.5"`), which a field that takes no plain text reads only once stripped;
+    None for anything else."""
+    if not isinstance(value, str) or not _holds_decimal(node):
+        return None
+    stripped = value.strip()
+    if stripped == value or not JSON_NUMBER.fullmatch(stripped):
+        return None
+    for branch in cast(list[Any], node.get("anyOf") or []):
+        if cast(dict[str, Any], branch).get("type") == "string" and "pattern" not in branch:
+            return None  # `Decimal | str`: the text is a string as sent
+    return Decimal(stripped) if _INTEGER_TEXT.fullmatch(stripped) else _exact_number(stripped)
+
+
 def odd_decimal_text(value: Any, schema: Mapping[str, Any]) -> bool:
     """Whether a `Decimal` field holds a string that `decimal_text_ok` refuses.
 
@@ -2048,13 +2075,16 @@ def odd_decimal_text(value: Any, schema: Mapping[str, Any]) -> bool:
         schema: The tool's self-contained schema.
 
     Returns:
-        True if some `Decimal` field's string is not a JSON number.
+        True if some `Decimal` field's string is not a JSON number, or is one with white
+        space around it (which coercion records as `number_string`).
     """
     found = False
 
     def check(item: Any, node: Mapping[str, Any]) -> Any:
         nonlocal found
-        if isinstance(item, str) and not decimal_text_ok(item, node):
+        if isinstance(item, str) and (
+            not decimal_text_ok(item, node) or _spaced_number(item, node) is not None
+        ):
             found = True
         return item
 

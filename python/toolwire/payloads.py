@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import decimal
 import enum
 import functools
 import hashlib
@@ -1056,12 +1057,79 @@ def no_json_form(value: Any) -> Any:
 
     if isinstance(value, LosslessFloat):
         return str(value)
+    if isinstance(value, range):
+        # A sequence, as a list or a tuple is (pydantic-core knows no `range`).
+        return list(value)
     raise TypeError(f"a {type(value).__name__} has no JSON form")
+
+
+def _with_ranges(fallback: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`fallback` with a `range` written as the array it is, whatever the fallback."""
+    if fallback is no_json_form:
+        return fallback
+
+    def either(value: Any) -> Any:
+        return list(value) if isinstance(value, range) else fallback(value)
+
+    return either
+
+
+def _json_spelt(value: object, seen: set[int]) -> object:
+    """`value` with what pydantic-core writes unlike JSON's own reading spelt as JSON spells
+    it: a non-finite `Decimal` (written `"NaN"`, `"Infinity"`, where a float's is null) as a
+    NaN float, so that it becomes null as a float does, and a `None` mapping key (written
+    `"None"`) as `"null"`, as `json.dumps` writes it. Models and dataclasses that hold such a
+    value are taken as the data pydantic-core writes them as. Containers are rebuilt only
+    where something changed; a cycle is left for the writer to refuse."""
+    if isinstance(value, decimal.Decimal):
+        return value if value.is_finite() else math.nan
+    if type(value) in _LEAVES or id(value) in seen:
+        return value
+    seen.add(id(value))
+    try:
+        return _json_spelt_inside(value, seen)
+    finally:
+        seen.discard(id(value))
+
+
+def _json_spelt_inside(value: object, seen: set[int]) -> object:
+    if isinstance(value, Mapping):
+        mapping = cast(Mapping[object, object], value)
+        items = [
+            ("null" if key is None else key, _json_spelt(item, seen))
+            for key, item in mapping.items()
+        ]
+        changed = any(
+            new_key is not old_key or new is not old
+            for (new_key, new), (old_key, old) in zip(items, mapping.items(), strict=True)
+        )
+        return dict(items) if changed else mapping
+    if isinstance(value, (list, tuple, set, frozenset)):
+        members = list(cast(Sequence[object], value))
+        spelt = [_json_spelt(item, seen) for item in members]
+        changed = any(new is not old for new, old in zip(spelt, members, strict=True))
+        # The writer makes an array of every one of them.
+        return spelt if changed else cast(object, value)
+    if isinstance(value, pydantic.BaseModel) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
+        members = _members(value) or []
+        if all(_json_spelt(item, seen) is item for item in members):
+            return value
+        # As Python data, Decimals kept, with the keys the writer uses (aliases).
+        if isinstance(value, pydantic.BaseModel):
+            dumped: object = value.model_dump(mode="python", by_alias=True)
+        else:
+            dumped = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
+        return _json_spelt(dumped, seen)
+    return value
 
 
 def _json_key(key: object) -> object:
     """The text JSON writes for a mapping key (pydantic-core's: `1` as `"1"`, `True` as
     `"true"`); a key it cannot write gets a marker equal to no other."""
+    if key is None:
+        return "null"  # as a result writes it (see `_json_spelt`)
     try:
         converted = pydantic_core.to_jsonable_python({key: None}, fallback=no_json_form)
     except Exception:
@@ -1127,8 +1195,9 @@ def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_
     """A tool result as JSON-compatible data, checked to be writable as JSON text.
 
     The conversions are pydantic-core's: models and dataclasses become objects, tuples, sets
-    and generators arrays, `datetime`s, `Decimal`, `UUID`, enums, paths and IP addresses their
-    text or value, UTF-8 `bytes` text; NaN and infinite floats (JSON has none) become null.
+    generators and ranges arrays, `datetime`s, `Decimal`, `UUID`, enums, paths and IP addresses
+    their text or value, UTF-8 `bytes` text; NaN and infinite numbers (JSON has none), floats
+    and `Decimal`s alike, become null, and a `None` key `"null"`, as `json.dumps` writes it.
     Anything else is handed to `fallback`, which by default refuses it.
 
     Args:
@@ -1144,22 +1213,40 @@ def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_
             limit, two keys of one mapping that are one JSON key (`1` and `"1"`)...
     """
 
-    def leaf(value: Any) -> Any:
-        return pydantic_core.to_jsonable_python(value, fallback=fallback)
+    written = _with_ranges(fallback)
 
+    def leaf(value: Any) -> Any:
+        return pydantic_core.to_jsonable_python(value, fallback=written)
+
+    def whole(value: object) -> Any:
+        try:
+            return leaf(value)
+        except UnicodeEncodeError:
+            # pydantic-core refuses a lone surrogate in a key (a file name decoded with
+            # `surrogateescape`); the standard encoder escapes it, and it reads back the same.
+            return json.loads(compact_json(value, default=leaf))
+
+    plain = whole(result)
     try:
-        plain = leaf(result)
-    except UnicodeEncodeError:
-        # pydantic-core refuses a lone surrogate in a key (a file name decoded with
-        # `surrogateescape`); the standard encoder escapes it, and it reads back the same.
-        plain = json.loads(compact_json(result, default=leaf))
-    try:
-        json.dumps(plain, allow_nan=False)
+        text = json.dumps(plain, allow_nan=False)
     except ValueError:
+        text = None
+    # What pydantic-core may have written otherwise than JSON reads it (a `Decimal("NaN")`,
+    # a `None` key): rare, so the result is looked into only then.
+    if text is None or _MAY_BE_SPELT_OTHERWISE.search(text):
+        try:
+            spelt = _json_spelt(result, set())
+        except RecursionError:  # nested past Python's stack: as pydantic-core wrote it
+            spelt = result
+        if spelt is not result:
+            plain = whole(spelt)
         plain = finite_json(plain)
         json.dumps(plain, allow_nan=False)  # what is still unwritable raises here
     _check_keys(result)
     return plain
+
+
+_MAY_BE_SPELT_OTHERWISE = re.compile(r'NaN|Infinity|"None"')
 
 
 def result_content(result: object) -> str:
@@ -1168,7 +1255,8 @@ def result_content(result: object) -> str:
     A string is sent as it is (most tools return text), a lone surrogate replaced with U+FFFD;
     anything else is sent as compact JSON through pydantic-core, so models, dataclasses,
     `Decimal` and `datetime` all serialise (`jsonable_result` lists the conversions). NaN and
-    infinite floats are written as null.
+    infinite numbers, floats and `Decimal`s alike, are written as null, a `None` key as
+    `"null"`.
 
     Args:
         result: What the tool returned.
@@ -1192,8 +1280,9 @@ def result_content(result: object) -> str:
         # it cannot write either is raised to the caller.
         return compact_json(jsonable_result(result))
     _check_keys(result)
-    if b"NaN" in text or b"Infinity" in text:  # rare; may also be inside a string
-        return compact_json(jsonable_result(result))
+    if b"NaN" in text or b"Infinity" in text or b'"None":' in text:
+        # Rare, and may also be inside a string: a NaN float or `Decimal`, a `None` key.
+        return _respelt(result, text)
     # pydantic-core writes an integer of any length, which Python's own reader (and the
     # executor, which writes with `json`) refuses past the interpreter's digit limit: such a
     # result is answered as the executor answers it. A long digit run in a string costs only
@@ -1202,6 +1291,21 @@ def result_content(result: object) -> str:
     if limit and re.search(rb"\d{%d}" % (limit + 1), text):
         return compact_json(jsonable_result(result))
     return text.decode()
+
+
+def _respelt(result: object, text: bytes) -> str:
+    """`result_content` of a result pydantic-core wrote as `text` with what JSON reads
+    otherwise (NaN, infinities, a `None` key): from `text` itself where only floats are at
+    fault, since writing `result` again would find its iterators and generators spent."""
+    try:
+        spelt = _json_spelt(result, set())
+    except RecursionError:  # nested past Python's stack: as pydantic-core wrote it
+        spelt = result
+    if spelt is not result:  # its keys were checked as returned (a `None` beside a `"null"`)
+        return compact_json(jsonable_result(spelt))
+    plain = finite_json(json.loads(text))
+    json.dumps(plain, allow_nan=False)  # what is still unwritable raises here
+    return compact_json(plain)
 
 
 def failure_content(

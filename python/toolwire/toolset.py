@@ -49,6 +49,7 @@ from pydantic_core import core_schema
 
 from toolwire import _core
 from toolwire._core import DirectValidation, ToolCall, pattern_error
+from toolwire._pickling import RebuiltWhole
 from toolwire.coercion import (
     ALL_RULES,
     COERCE_KEY,
@@ -64,7 +65,14 @@ from toolwire.coercion import (
     resolve_rules,
 )
 from toolwire.jsonschema_dialect import RefusedPatternError, extended_validator
-from toolwire.payloads import FREE_FORM_TYPE, Lang, check_lang, is_free_form, require_call
+from toolwire.payloads import (
+    FREE_FORM_TYPE,
+    Lang,
+    check_lang,
+    is_free_form,
+    require_call,
+    sendable_text,
+)
 from toolwire.schema_export import (
     MAX_SCHEMA_DEPTH,
     InvalidSchemaError,
@@ -93,6 +101,7 @@ from toolwire.validation import (
     CallErrorLike,
     CallLike,
     Check,
+    FieldError,
     Outcome,
     Redactor,
     ToolValidator,
@@ -111,7 +120,37 @@ if TYPE_CHECKING:
 
     from toolwire._core import ToolRegistry
 
-__all__ = ["CustomToolDefinition", "ToolDefinition", "ToolInput", "Toolset", "snake_case"]
+__all__ = [
+    "CustomToolDefinition",
+    "ToolDefinition",
+    "ToolInput",
+    "Toolset",
+    "UnknownToolError",
+    "snake_case",
+]
+
+
+class UnknownToolError(RebuiltWhole, KeyError):
+    """A tool name a `Toolset` lookup (`tool`, `model`, `schema`, `custom_tool`) does not
+    know: a `KeyError` (code that caught the bare one still does), whose text names the tool
+    and the ones registered.
+
+    Attributes:
+        name: The name asked for.
+        available: The names registered of the kind asked for (custom tools for
+            `custom_tool`), in registration order.
+    """
+
+    def __init__(self, name: object, available: Sequence[str], *, custom: bool = False) -> None:
+        kind = "custom tool" if custom else "tool"
+        listed = ", ".join(repr(n) for n in available) if available else f"no {kind}s"
+        super().__init__(f"no {kind} named {name!r}; registered: {listed}")
+        self.name = name
+        self.available = list(available)
+
+    def __str__(self) -> str:
+        # `KeyError` shows its argument's repr, quotes and escapes included.
+        return str(self.args[0]) if self.args else ""
 
 
 # A tool whose calls Pydantic alone validates: its validator, Pydantic's `validate_json`, the
@@ -1829,9 +1868,12 @@ class Toolset:
         """The registered definition of one custom tool.
 
         Raises:
-            KeyError: If no custom tool has that name.
+            UnknownToolError: If no custom tool has that name (a `KeyError`).
         """
-        return self._custom[name]
+        found = self._custom.get(name)
+        if found is None:
+            raise UnknownToolError(name, list(self._custom), custom=True)
+        return found
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -1851,17 +1893,17 @@ class Toolset:
         """The registered definition of one tool.
 
         Raises:
-            KeyError: If no tool has that name.
+            UnknownToolError: If no tool has that name (a `KeyError`).
         """
-        return self._tools[name]
+        return self._known(name)
 
     def model(self, name: str) -> type[BaseModel] | None:
         """The Pydantic model of a tool (None for a plain-dict tool).
 
         Raises:
-            KeyError: If no tool has that name.
+            UnknownToolError: If no tool has that name (a `KeyError`).
         """
-        return self._tools[name].model
+        return self._known(name).model
 
     def schema(self, name: str) -> dict[str, Any]:
         """The self-contained JSON Schema the pre-check compiles for a tool (a fresh copy).
@@ -1887,9 +1929,16 @@ class Toolset:
         the pre-check would (`email`, `uuid`, `hostname`, ...).
 
         Raises:
-            KeyError: If no tool has that name.
+            UnknownToolError: If no tool has that name (a `KeyError`).
         """
-        return copy.deepcopy(self._tools[name].schema)
+        return copy.deepcopy(self._known(name).schema)
+
+    def _known(self, name: str) -> ToolDefinition:
+        """The tool of that name, or `UnknownToolError` naming the registered ones."""
+        found = self._tools.get(name)
+        if found is None:
+            raise UnknownToolError(name, list(self._tools))
+        return found
 
     def schemas(self) -> dict[str, dict[str, Any]]:
         """`{name: schema(name)}` for every tool."""
@@ -2056,7 +2105,9 @@ class Toolset:
             the application's own code raises (a Pydantic validator raising anything but
             `ValueError` or `AssertionError`, a check, the redaction hook), the call gets a
             non-retryable `internal_error` outcome and the exception is logged by type: one
-            call's failure never costs the others their outcomes, as in `assemble`.
+            call's failure never costs the others their outcomes, as in `assemble`. A
+            validator's refusal whose message Pydantic cannot encode (a lone surrogate) is a
+            retryable `validation` error at the root, its message made sendable.
 
         Raises:
             TypeError: `call` is not a call, or a call of the application's own holds the
@@ -2068,7 +2119,7 @@ class Toolset:
             done = self._rejected(call, exc)
         except Exception as exc:
             # The native path runs Pydantic, so the model's own validators.
-            done = internal_error(call, exc, self._lang)
+            done = self._failed(call, exc)
         # The rest in a method of its own: a frame with the general path's two dozen locals
         # costs the common case time to set up and clear.
         if done is None:
@@ -2087,7 +2138,7 @@ class Toolset:
         try:
             return validator.rejected(call, exc, lang=self._lang, redact=self._redact)
         except Exception as failure:
-            return internal_error(call, failure, self._lang)
+            return self._failed(call, failure)
 
     def _validate_general(self, call: CallLike) -> Outcome:
         """`validate` for every call the native path leaves to Python."""
@@ -2101,7 +2152,23 @@ class Toolset:
         try:
             return self._validate_python(call)
         except Exception as exc:
+            return self._failed(call, exc)
+
+    def _failed(self, call: CallLike, exc: Exception) -> Outcome:
+        """The outcome of a call whose validation raised `exc`: `internal_error`, unless
+        Pydantic itself could not write down a validator's refusal (see `_unwritable_refusal`).
+        """
+        refusal = _unwritable_refusal(exc)
+        if refusal is None:
             return internal_error(call, exc, self._lang)
+        try:
+            shown = self.scrub(call, refusal)
+        except Exception as failure:
+            return internal_error(call, failure, self._lang)
+        failed = Outcome.failure(
+            call, call.name or "", "validation", lang=self._lang, retryable=True
+        )
+        return dataclasses.replace(failed, errors=[FieldError(path="", code="value", hint=shown)])
 
     def _validate_custom(self, call: CallLike, free_form: bool) -> Outcome:
         """`validate` for a custom tool's call (`free_form`: type `custom`) or a call that names
@@ -2248,7 +2315,13 @@ class Toolset:
         Returns:
             The scrubbed text (`"[redaction failed]"` when the hook raised, or returned
             something other than a str).
+
+        Raises:
+            TypeError: `call` is not a call (None, a dict), or `text` is not a str.
         """
+        require_call(call, ("name",), what="scrub's call")
+        if not isinstance(cast(object, text), str):
+            raise TypeError(f"scrub's text must be a str, not {type(text).__name__}")
         tool = self._tools.get(call.name) if call.name is not None else None
         sent: object = getattr(call, "arguments", None)
         if not isinstance(sent, str):  # a look-alike call without its text: the hook alone
@@ -2265,6 +2338,28 @@ class Toolset:
     def validate_all(self, calls: Iterable[CallLike]) -> list[Outcome]:
         """`validate` for each call, in order."""
         return [self.validate(call) for call in calls]
+
+
+def _unwritable_refusal(exc: Exception) -> str | None:
+    """The message, made sendable, of a validator's refusal that Pydantic could not write
+    down, or None when `exc` is no such failure.
+
+    A validator raising `ValueError` with a lone surrogate in its message makes pydantic-core
+    raise `UnicodeEncodeError` in place of the `ValidationError` (it cannot encode the text,
+    and the field it was at is lost with it). That is the model's value refused, not a bug:
+    the call is retryable. Pydantic catches a `UnicodeEncodeError` the application's own code
+    raises while validating (it is a `ValueError`), so one raised from native code directly
+    under a toolwire frame is Pydantic's; a check's or the redaction hook's own stays an
+    `internal_error`.
+    """
+    if not (isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed"):
+        return None
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    if trace is None or trace.tb_frame.f_globals.get("__name__", "").split(".")[0] != "toolwire":
+        return None
+    return sendable_text(exc.object)
 
 
 def internal_error(call: CallLike, exc: Exception, lang: Lang) -> Outcome:
