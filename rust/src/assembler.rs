@@ -1171,9 +1171,16 @@ impl Assembler {
     /// [`Misuse::BadConfig`] when a limit is out of range.
     pub fn new(config: AssemblerConfig) -> Result<Self, Misuse> {
         config.validate().map_err(Misuse::BadConfig)?;
-        Ok(Self {
+        Ok(Self::unchecked(config, None))
+    }
+
+    /// A new assembler with a configuration already validated: infallible, so that a caller
+    /// can build it straight in its final place ([`crate::gateway::StreamDecoder::boxed`]).
+    #[inline]
+    pub(crate) fn unchecked(config: AssemblerConfig, registry: Option<Arc<Registry>>) -> Self {
+        Self {
             config,
-            registry: None,
+            registry,
             calls: Calls::default(),
             open: OpenCalls::default(),
             last: None,
@@ -1196,7 +1203,7 @@ impl Assembler {
             names_final: false,
             #[cfg(test)]
             visit_all: false,
-        })
+        }
     }
 
     /// A new assembler that pre-checks every call against the registered tools.
@@ -1204,9 +1211,8 @@ impl Assembler {
     /// # Errors
     /// [`Misuse::BadConfig`] when a limit is out of range.
     pub fn with_tools(config: AssemblerConfig, registry: Arc<Registry>) -> Result<Self, Misuse> {
-        let mut a = Self::new(config)?;
-        a.registry = Some(registry);
-        Ok(a)
+        config.validate().map_err(Misuse::BadConfig)?;
+        Ok(Self::unchecked(config, Some(registry)))
     }
 
     /// The number of calls started so far.
