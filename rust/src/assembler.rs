@@ -1328,7 +1328,7 @@ impl Assembler {
     /// the way the call's text does (`{"a": ` then `{"a": 1}}`) and is still the call going on.
     fn replay_of(&mut self, delta: &Delta<'_>) -> Option<(usize, bool)> {
         let name = delta.name.filter(|n| !n.is_empty())?;
-        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null")?;
+        let id = real_id(delta.id)?;
         let recent = |keyless: bool| {
             self.calls
                 .iter()
@@ -1490,7 +1490,7 @@ impl Assembler {
                 return Some(ordinal);
             }
         }
-        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
+        let id = real_id(delta.id);
         let current = match delta.index {
             None => {
                 // Without an index, the id is the key: parallel calls interleave there too,
@@ -1671,7 +1671,7 @@ impl Assembler {
         if call.index.is_none() {
             call.index = delta.index;
         }
-        if let Some(id) = delta.id.filter(|i| !i.trim().is_empty() && *i != "null") {
+        if let Some(id) = real_id(delta.id) {
             if call.id.is_none() {
                 call.id = Some(id.to_owned());
             }
@@ -1758,7 +1758,7 @@ impl Assembler {
         }
         let ordinal = self.open.get(Some(delta.index?))?;
         let call = self.calls.get(ordinal)?;
-        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
+        let id = real_id(delta.id);
         let other_id = id.is_some_and(|i| call.id.as_deref() != Some(i));
         (call.ended && call.retread.is_none() && !other_id).then_some(ordinal)
     }
@@ -2914,6 +2914,14 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
 /// Whether `text` may be `buffer`'s object or array written again: `buffer` ends a container
 /// and `text` starts one of the same kind. No valid continuation does (a `}` or `]` is never
 /// followed by `{` or `[` in one value), so the test costs the hot path a few byte reads.
+/// A delta's id, unless it is blank or `"null"` (sent for no id): none is taken as a call's.
+/// Blank is asked character by character, as `trim` judges whitespace, stopping at the
+/// first character of a real id: `trim` measured both ends of it, three times a call.
+#[inline]
+fn real_id(id: Option<&str>) -> Option<&str> {
+    id.filter(|i| !i.chars().all(char::is_whitespace) && *i != "null")
+}
+
 fn may_repeat_value(buffer: &[u8], text: &[u8]) -> bool {
     let opens = first_non_ws(text);
     let closes = buffer.iter().rev().copied().find(|&b| !is_ws(b));
@@ -3659,6 +3667,16 @@ mod tests {
         })
         .expect("feed");
         asm.calls.take_all().remove(0)
+    }
+
+    #[test]
+    fn an_id_that_is_blank_by_any_unicode_space_or_null_is_no_id() {
+        for blank in ["", " ", "\t\n", "\u{3000}", "\u{a0}\u{2029}", "null"] {
+            assert_eq!(call_with_id(Some(blank)).id, None, "{blank:?}");
+        }
+        for real in ["call_1", " call_1 ", "\u{3000}x", "Null", "null "] {
+            assert_eq!(call_with_id(Some(real)).id.as_deref(), Some(real), "{real:?}");
+        }
     }
 
     fn tracking(config: AssemblerConfig) -> Assembler {
