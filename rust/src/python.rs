@@ -2306,6 +2306,43 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
     Ok(Arc::clone(&r.get().inner))
 }
 
+/// The calls `finish` returned unscanned (see `PyAssembler::unsettled`). One is kept without
+/// a vector: most streams have one call, and a vector of one was an allocation and a free on
+/// every stream's `finish`.
+#[derive(Default)]
+enum Unsettled {
+    #[default]
+    None,
+    One(Py<PyToolCall>),
+    Many(Vec<Py<PyToolCall>>),
+}
+
+// No larger than the vector it replaces: a larger assembler object crossed the size past which
+// every move of a new one (`Assembler()`) is a `memcpy` call.
+const _: () =
+    assert!(std::mem::size_of::<Unsettled>() == std::mem::size_of::<Vec<Py<PyToolCall>>>());
+
+impl Unsettled {
+    fn push(&mut self, call: Py<PyToolCall>) {
+        *self = match std::mem::take(self) {
+            Self::None => Self::One(call),
+            Self::One(first) => Self::Many(vec![first, call]),
+            Self::Many(mut calls) => {
+                calls.push(call);
+                Self::Many(calls)
+            }
+        };
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, Py<PyToolCall>> {
+        match self {
+            Self::None => [].iter(),
+            Self::One(call) => std::slice::from_ref(call).iter(),
+            Self::Many(calls) => calls.iter(),
+        }
+    }
+}
+
 /// Assembles the tool calls of one response stream.
 #[pyclass(subclass, name = "Assembler", module = "toolwire._core")]
 struct PyAssembler {
@@ -2334,7 +2371,7 @@ struct PyAssembler {
     finished_progress: Option<Py<PyList>>,
     /// The calls `finish` returned without their verdict (their text not scanned yet), until
     /// `failed` reads them: the core's own answer after `finish` does not know it.
-    unsettled: Vec<Py<PyToolCall>>,
+    unsettled: Unsettled,
     /// Whether one of `unsettled` has an error, once `failed` has read them.
     unsettled_failed: bool,
 }
@@ -2757,7 +2794,7 @@ impl PyAssembler {
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
             finished_progress: None,
-            unsettled: Vec::new(),
+            unsettled: Unsettled::default(),
             unsettled_failed: false,
         })
     }
@@ -2769,7 +2806,7 @@ impl PyAssembler {
         visit.call(&self.before_finish)?;
         visit.call(&self.progress_into)?;
         visit.call(&self.finished_progress)?;
-        for call in &self.unsettled {
+        for call in self.unsettled.iter() {
             visit.call(call)?;
         }
         Ok(())
@@ -2779,7 +2816,7 @@ impl PyAssembler {
         self.before_finish = None;
         self.progress_into = None;
         self.finished_progress = None;
-        self.unsettled.clear();
+        self.unsettled = Unsettled::default();
     }
 
     /// A per-call stop event for the open call under `index`.
