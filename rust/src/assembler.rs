@@ -3675,7 +3675,11 @@ mod tests {
             assert_eq!(call_with_id(Some(blank)).id, None, "{blank:?}");
         }
         for real in ["call_1", " call_1 ", "\u{3000}x", "Null", "null "] {
-            assert_eq!(call_with_id(Some(real)).id.as_deref(), Some(real), "{real:?}");
+            assert_eq!(
+                call_with_id(Some(real)).id.as_deref(),
+                Some(real),
+                "{real:?}"
+            );
         }
     }
 

@@ -2596,9 +2596,38 @@ static FEED_NAMES: PyOnceLock<[Py<PyString>; FEED_KEYWORDS.len()]> = PyOnceLock:
 
 /// Replaces the class's `feed` with a `METH_FASTCALL | METH_KEYWORDS` method descriptor.
 fn install_feed(py: Python<'_>) -> PyResult<()> {
-    let ty = py.get_type::<PyAssembler>();
+    install_feed_into(&py.get_type::<PyAssembler>())
+}
+
+/// Gives `cls`, a Python subclass of `Assembler` that does not define `feed` itself, a
+/// `feed` descriptor of its own, the same as the core class's. CPython checks that `self` is
+/// an instance of the descriptor's class on every call: for an instance of a subclass, with
+/// the core class's descriptor, that walked the subclass's MRO once per fragment.
+#[pyfunction]
+#[pyo3(name = "_install_feed", signature = (cls, /))]
+fn py_install_feed(cls: &Bound<'_, PyType>) -> PyResult<()> {
+    if !cls.is_subclass_of::<PyAssembler>()? {
+        return Err(PyTypeError::new_err(format!(
+            "{} is not a subclass of Assembler",
+            cls.name()?
+        )));
+    }
+    let own = cls.getattr(pyo3::intern!(cls.py(), "__dict__"))?;
+    if own.contains(pyo3::intern!(cls.py(), "feed"))? {
+        return Err(PyValueError::new_err(format!(
+            "{} defines feed itself",
+            cls.name()?
+        )));
+    }
+    install_feed_into(cls)
+}
+
+/// Sets `ty.feed` to a method descriptor of `feed_entry` made for `ty` (`PyAssembler` or a
+/// subclass of it: `feed_entry` relies on that).
+fn install_feed_into(ty: &Bound<'_, PyType>) -> PyResult<()> {
+    let py = ty.py();
     // The descriptor keeps a pointer to its definition for as long as the class lives, so the
-    // definition is leaked: one small struct per module initialisation.
+    // definition is leaked: one small struct per class given one.
     let def = Box::leak(Box::new(pyo3::ffi::PyMethodDef {
         ml_name: c"feed".as_ptr(),
         ml_meth: pyo3::ffi::PyMethodDefPointer {
@@ -2707,8 +2736,9 @@ unsafe fn feed_arguments(
     // SAFETY: `slf` and `args[0]` (one positional argument, checked above) are live (contract).
     let (slf, index) = unsafe { (Borrowed::from_ptr(py, slf), Borrowed::from_ptr(py, *args)) };
     // SAFETY: CPython's method descriptor checks that `self` is an instance of the class it was
-    // created for (`descr_check`) before calling the C function; `install_feed` created it for
-    // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
+    // created for (`descr_check`) before calling the C function; `install_feed_into` created it
+    // for `PyAssembler` or a subclass of it. Checking again would walk the MRO of every Python
+    // subclass on each call.
     let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
     let mut assembler = slf.try_borrow_mut().map_err(in_use)?;
     // Each slot by hand: `keywords.map` compiled to an out-of-line loop with a drop guard that
@@ -3801,7 +3831,7 @@ mod core_module {
     #[pymodule_export]
     use super::PyDirectValidation;
     #[pymodule_export]
-    use super::{py_capped_path, py_pattern_error, py_same_tokens};
+    use super::{py_capped_path, py_install_feed, py_pattern_error, py_same_tokens};
     #[pymodule_export]
     use super::{JsonError, MisuseError, ToolwireError};
     #[pymodule_export]
