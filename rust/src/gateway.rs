@@ -585,8 +585,8 @@ impl StreamDecoder {
     }
 
     /// A decoder with the default framing limits around a new assembler (pre-checking
-    /// against `registry`, when given), made in place in its box: the assembler is never
-    /// moved, where building it, wrapping it and boxing the decoder copied it at each step.
+    /// against `registry`, when given), boxed: the assembler is copied once, where building
+    /// it, wrapping it and boxing the decoder copied it at each step.
     ///
     /// # Errors
     /// [`Misuse::BadConfig`] when a limit is out of range.
@@ -595,12 +595,12 @@ impl StreamDecoder {
         registry: Option<Arc<Registry>>,
     ) -> Result<Box<Self>, Misuse> {
         config.validate().map_err(Misuse::BadConfig)?;
-        // Allocated before the decoder is built, so the inlined constructors write into it.
-        let place = Box::new_uninit();
-        Ok(Box::write(
-            place,
-            Self::with_config(Assembler::unchecked(config, registry), SseConfig::default()),
-        ))
+        // Built once and copied once into the box: `Box::new_uninit` would not build it in
+        // place either (measured), and is past the crate's MSRV.
+        Ok(Box::new(Self::with_config(
+            Assembler::unchecked(config, registry),
+            SseConfig::default(),
+        )))
     }
 
     /// A decoder with explicit framing limits.
