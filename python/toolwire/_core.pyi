@@ -15,6 +15,7 @@ __all__ = [
     "ToolRegistry",
     "ToolwireError",
     "__version__",
+    "_install_feed",
     "capped_path",
     "pattern_error",
     "same_tokens",
@@ -60,6 +61,16 @@ def capped_path(path: str, /) -> str:
 def same_tokens(a: bytes, b: bytes, /) -> bool:
     """Whether two JSON texts are the same tokens, the whitespace between tokens aside
     (`{"a": 1}` and `{"a":1}`); two valid texts that are have equal values."""
+
+def _install_feed(cls: type[Assembler], /) -> None:
+    """Gives `cls`, a subclass of `Assembler` without a `feed` of its own, the core class's
+    `feed` as its own: called through the core class's, every call checked the assembler
+    against that class by walking the subclass's MRO.
+
+    Raises:
+        TypeError: `cls` is not a subclass of `Assembler`.
+        ValueError: `cls` defines `feed` itself.
+    """
 
 class ToolwireError(ValueError):
     """Base class of toolwire's exceptions."""

@@ -251,6 +251,11 @@ class Assembler(_core.Assembler, LiveState):
         return "\ufffd" if self.__dict__.pop(_TEXT_HALF, None) else ""
 
 
+# `feed` of its own: called through the core class's, CPython checked every fragment's
+# assembler against that class by walking this one's MRO.
+_core._install_feed(Assembler)
+
+
 def chat_ended_calls(asm: Assembler) -> int | None:
     """How many calls the Chat choice `asm` assembles had when its latest finish reason before
     any provider error ended it as a whole answer (`stop`, `tool_calls`), on the path that fed

@@ -862,20 +862,28 @@ mod watched {
     }
 
     impl Calls {
-        /// Adds a call, queued for every reader; returns its ordinal.
-        pub(super) fn push(&mut self, mut call: Call) -> usize {
+        /// Adds the call `make` builds, queued for every reader; returns its ordinal.
+        ///
+        /// The room is made first and the call built straight into it: a `Call` is large,
+        /// and building it, passing it here and pushing it copied it three times per call.
+        #[inline]
+        pub(super) fn push(&mut self, make: impl FnOnce() -> Call) -> usize {
             let ordinal = self.list.len();
-            // A `Call` is large and most streams have one or two calls: grow one slot at a
-            // time while small instead of doubling to four (about 2.7 KB saved per
-            // single-call stream).
+            // Most streams have one or two calls: grow one slot at a time while small instead
+            // of doubling to four (about 2.7 KB saved per single-call stream).
             if ordinal < 4 {
                 self.list.reserve_exact(1);
+            } else {
+                self.list.reserve(1);
             }
+            let call = self.list.spare_capacity_mut()[0].write(make());
             if call.progress.is_none() {
                 // No progress to drain, ever (progress is only ever taken away).
                 call.watch |= UNPROGRESSED;
             }
-            self.list.push(call);
+            // SAFETY: the first slot past the length, inside the capacity reserved above, was
+            // initialized just above; a panic in `make` leaves the length as it was.
+            unsafe { self.list.set_len(ordinal + 1) };
             // Handed out for a change, the new call is queued.
             let _ = self.get_mut(ordinal);
             ordinal
@@ -1171,9 +1179,16 @@ impl Assembler {
     /// [`Misuse::BadConfig`] when a limit is out of range.
     pub fn new(config: AssemblerConfig) -> Result<Self, Misuse> {
         config.validate().map_err(Misuse::BadConfig)?;
-        Ok(Self {
+        Ok(Self::unchecked(config, None))
+    }
+
+    /// A new assembler with a configuration already validated: infallible, so that a caller
+    /// can build it straight in its final place ([`crate::gateway::StreamDecoder::boxed`]).
+    #[inline]
+    pub(crate) fn unchecked(config: AssemblerConfig, registry: Option<Arc<Registry>>) -> Self {
+        Self {
             config,
-            registry: None,
+            registry,
             calls: Calls::default(),
             open: OpenCalls::default(),
             last: None,
@@ -1196,7 +1211,7 @@ impl Assembler {
             names_final: false,
             #[cfg(test)]
             visit_all: false,
-        })
+        }
     }
 
     /// A new assembler that pre-checks every call against the registered tools.
@@ -1204,9 +1219,8 @@ impl Assembler {
     /// # Errors
     /// [`Misuse::BadConfig`] when a limit is out of range.
     pub fn with_tools(config: AssemblerConfig, registry: Arc<Registry>) -> Result<Self, Misuse> {
-        let mut a = Self::new(config)?;
-        a.registry = Some(registry);
-        Ok(a)
+        config.validate().map_err(Misuse::BadConfig)?;
+        Ok(Self::unchecked(config, Some(registry)))
     }
 
     /// The number of calls started so far.
@@ -1228,24 +1242,26 @@ impl Assembler {
     }
 
     fn start_call(&mut self, index: Option<i64>) -> usize {
-        let ordinal = self.calls.push(Call {
+        let (scan, stopped_as) = (self.config.scan, &self.stopped_as);
+        let progress = self.config.track_progress && stopped_as.is_none();
+        let ordinal = self.calls.push(|| Call {
             index,
             id: None,
             name: String::new(),
             kind: None,
-            scanner: Scanner::new(self.config.scan),
+            scanner: Scanner::new(scan),
             mode: ArgMode::Fragments,
             ended: false,
             // A call the provider starts after it stopped the response (filtered, refused) is
             // in no answer it gave: whatever sent it, it must not run.
-            stopped: self.stopped_as.clone(),
+            stopped: stopped_as.clone(),
             arrival: None,
             metadata: Vec::new(),
             warnings: Vec::new(),
             check: None,
             reported: Reported::default(),
             // Nothing of a call that must not run is a progress item (see `quiet`).
-            progress: (self.config.track_progress && self.stopped_as.is_none()).then(Box::default),
+            progress: progress.then(Box::default),
             held: None,
             retread: None,
             counted: 0,
@@ -1312,7 +1328,7 @@ impl Assembler {
     /// the way the call's text does (`{"a": ` then `{"a": 1}}`) and is still the call going on.
     fn replay_of(&mut self, delta: &Delta<'_>) -> Option<(usize, bool)> {
         let name = delta.name.filter(|n| !n.is_empty())?;
-        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null")?;
+        let id = real_id(delta.id)?;
         let recent = |keyless: bool| {
             self.calls
                 .iter()
@@ -1474,7 +1490,7 @@ impl Assembler {
                 return Some(ordinal);
             }
         }
-        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
+        let id = real_id(delta.id);
         let current = match delta.index {
             None => {
                 // Without an index, the id is the key: parallel calls interleave there too,
@@ -1655,7 +1671,7 @@ impl Assembler {
         if call.index.is_none() {
             call.index = delta.index;
         }
-        if let Some(id) = delta.id.filter(|i| !i.trim().is_empty() && *i != "null") {
+        if let Some(id) = real_id(delta.id) {
             if call.id.is_none() {
                 call.id = Some(id.to_owned());
             }
@@ -1742,7 +1758,7 @@ impl Assembler {
         }
         let ordinal = self.open.get(Some(delta.index?))?;
         let call = self.calls.get(ordinal)?;
-        let id = delta.id.filter(|i| !i.trim().is_empty() && *i != "null");
+        let id = real_id(delta.id);
         let other_id = id.is_some_and(|i| call.id.as_deref() != Some(i));
         (call.ended && call.retread.is_none() && !other_id).then_some(ordinal)
     }
@@ -2895,6 +2911,14 @@ fn feed_text(call: &mut Call, text: &[u8], registry: Option<&Registry>) {
     push_checked(call, text);
 }
 
+/// A delta's id, unless it is blank or `"null"` (sent for no id): none is taken as a call's.
+/// Blank is asked character by character, as `trim` judges whitespace, stopping at the
+/// first character of a real id: `trim` measured both ends of it, three times a call.
+#[inline]
+fn real_id(id: Option<&str>) -> Option<&str> {
+    id.filter(|i| !i.chars().all(char::is_whitespace) && *i != "null")
+}
+
 /// Whether `text` may be `buffer`'s object or array written again: `buffer` ends a container
 /// and `text` starts one of the same kind. No valid continuation does (a `}` or `]` is never
 /// followed by `{` or `[` in one value), so the test costs the hot path a few byte reads: the
@@ -3645,6 +3669,20 @@ mod tests {
         })
         .expect("feed");
         asm.calls.take_all().remove(0)
+    }
+
+    #[test]
+    fn an_id_that_is_blank_by_any_unicode_space_or_null_is_no_id() {
+        for blank in ["", " ", "\t\n", "\u{3000}", "\u{a0}\u{2029}", "null"] {
+            assert_eq!(call_with_id(Some(blank)).id, None, "{blank:?}");
+        }
+        for real in ["call_1", " call_1 ", "\u{3000}x", "Null", "null "] {
+            assert_eq!(
+                call_with_id(Some(real)).id.as_deref(),
+                Some(real),
+                "{real:?}"
+            );
+        }
     }
 
     fn tracking(config: AssemblerConfig) -> Assembler {

@@ -16,12 +16,16 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 
-use crate::assembler::{has_long_integer, Arguments, Assembler, Delta, Summary, ToolCall};
+use crate::assembler::{
+    has_long_integer, Arguments, Assembler, AssemblerConfig, Delta, Summary, ToolCall,
+};
 use crate::envelope::{
     is_done_marker, Action, Decoder, EventError, FinishReason, Format, Reasoning,
 };
 use crate::error::Misuse;
+use crate::precheck::Registry;
 use crate::sse::{Event, Framer, SseConfig, SseError, Tail};
 
 mod text_layout;
@@ -608,8 +612,28 @@ impl StreamDecoder {
         Self::with_config(assembler, SseConfig::default())
     }
 
+    /// A decoder with the default framing limits around a new assembler (pre-checking
+    /// against `registry`, when given), boxed: the assembler is copied once, where building
+    /// it, wrapping it and boxing the decoder copied it at each step.
+    ///
+    /// # Errors
+    /// [`Misuse::BadConfig`] when a limit is out of range.
+    pub fn boxed(
+        config: AssemblerConfig,
+        registry: Option<Arc<Registry>>,
+    ) -> Result<Box<Self>, Misuse> {
+        config.validate().map_err(Misuse::BadConfig)?;
+        // Built once and copied once into the box: `Box::new_uninit` would not build it in
+        // place either (measured), and is past the crate's MSRV.
+        Ok(Box::new(Self::with_config(
+            Assembler::unchecked(config, registry),
+            SseConfig::default(),
+        )))
+    }
+
     /// A decoder with explicit framing limits.
     #[must_use]
+    #[inline]
     pub fn with_config(assembler: Assembler, config: SseConfig) -> Self {
         Self {
             body: None,

@@ -2323,6 +2323,43 @@ fn registry_of(tools: &Bound<'_, PyAny>) -> PyResult<Arc<Registry>> {
     Ok(Arc::clone(&r.get().inner))
 }
 
+/// The calls `finish` returned unscanned (see `PyAssembler::unsettled`). One is kept without
+/// a vector: most streams have one call, and a vector of one was an allocation and a free on
+/// every stream's `finish`.
+#[derive(Default)]
+enum Unsettled {
+    #[default]
+    None,
+    One(Py<PyToolCall>),
+    Many(Vec<Py<PyToolCall>>),
+}
+
+// No larger than the vector it replaces: a larger assembler object crossed the size past which
+// every move of a new one (`Assembler()`) is a `memcpy` call.
+const _: () =
+    assert!(std::mem::size_of::<Unsettled>() == std::mem::size_of::<Vec<Py<PyToolCall>>>());
+
+impl Unsettled {
+    fn push(&mut self, call: Py<PyToolCall>) {
+        *self = match std::mem::take(self) {
+            Self::None => Self::One(call),
+            Self::One(first) => Self::Many(vec![first, call]),
+            Self::Many(mut calls) => {
+                calls.push(call);
+                Self::Many(calls)
+            }
+        };
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, Py<PyToolCall>> {
+        match self {
+            Self::None => [].iter(),
+            Self::One(call) => std::slice::from_ref(call).iter(),
+            Self::Many(calls) => calls.iter(),
+        }
+    }
+}
+
 /// Assembles the tool calls of one response stream.
 #[pyclass(subclass, name = "Assembler", module = "toolwire._core")]
 struct PyAssembler {
@@ -2355,7 +2392,7 @@ struct PyAssembler {
     finished_progress: Option<Py<PyList>>,
     /// The calls `finish` returned without their verdict (their text not scanned yet), until
     /// `failed` reads them: the core's own answer after `finish` does not know it.
-    unsettled: Vec<Py<PyToolCall>>,
+    unsettled: Unsettled,
     /// Whether one of `unsettled` has an error, once `failed` has read them.
     unsettled_failed: bool,
 }
@@ -2587,9 +2624,38 @@ static FEED_NAMES: PyOnceLock<[Py<PyString>; FEED_KEYWORDS.len()]> = PyOnceLock:
 
 /// Replaces the class's `feed` with a `METH_FASTCALL | METH_KEYWORDS` method descriptor.
 fn install_feed(py: Python<'_>) -> PyResult<()> {
-    let ty = py.get_type::<PyAssembler>();
+    install_feed_into(&py.get_type::<PyAssembler>())
+}
+
+/// Gives `cls`, a Python subclass of `Assembler` that does not define `feed` itself, a
+/// `feed` descriptor of its own, the same as the core class's. CPython checks that `self` is
+/// an instance of the descriptor's class on every call: for an instance of a subclass, with
+/// the core class's descriptor, that walked the subclass's MRO once per fragment.
+#[pyfunction]
+#[pyo3(name = "_install_feed", signature = (cls, /))]
+fn py_install_feed(cls: &Bound<'_, PyType>) -> PyResult<()> {
+    if !cls.is_subclass_of::<PyAssembler>()? {
+        return Err(PyTypeError::new_err(format!(
+            "{} is not a subclass of Assembler",
+            cls.name()?
+        )));
+    }
+    let own = cls.getattr(pyo3::intern!(cls.py(), "__dict__"))?;
+    if own.contains(pyo3::intern!(cls.py(), "feed"))? {
+        return Err(PyValueError::new_err(format!(
+            "{} defines feed itself",
+            cls.name()?
+        )));
+    }
+    install_feed_into(cls)
+}
+
+/// Sets `ty.feed` to a method descriptor of `feed_entry` made for `ty` (`PyAssembler` or a
+/// subclass of it: `feed_entry` relies on that).
+fn install_feed_into(ty: &Bound<'_, PyType>) -> PyResult<()> {
+    let py = ty.py();
     // The descriptor keeps a pointer to its definition for as long as the class lives, so the
-    // definition is leaked: one small struct per module initialisation.
+    // definition is leaked: one small struct per class given one.
     let def = Box::leak(Box::new(pyo3::ffi::PyMethodDef {
         ml_name: c"feed".as_ptr(),
         ml_meth: pyo3::ffi::PyMethodDefPointer {
@@ -2665,8 +2731,9 @@ unsafe fn feed_arguments(
     // SAFETY: `slf` is live (contract).
     let slf = unsafe { Borrowed::from_ptr(py, slf) };
     // SAFETY: CPython's method descriptor checks that `self` is an instance of the class it was
-    // created for (`descr_check`) before calling the C function; `install_feed` created it for
-    // `PyAssembler`. Checking again would walk the MRO of every Python subclass on each call.
+    // created for (`descr_check`) before calling the C function; `install_feed_into` created it
+    // for `PyAssembler` or a subclass of it. Checking again would walk the MRO of every Python
+    // subclass on each call.
     let slf = unsafe { slf.cast_unchecked::<PyAssembler>() };
     // Borrowed first, for the keyword names it remembers; a failure is raised only after the
     // arguments' own errors, as before.
@@ -2828,13 +2895,15 @@ impl PyAssembler {
             max_calls: max_calls.0,
             max_stream_bytes: max_stream_bytes.0,
         };
-        let inner = match tools.filter(|t| !t.is_none()) {
-            Some(t) => Assembler::with_tools(config, registry_of(t)?),
-            None => Assembler::new(config),
-        }
-        .map_err(|e| misuse(&e))?;
+        let registry = match tools.filter(|t| !t.is_none()) {
+            Some(t) => Some(registry_of(t)?),
+            None => None,
+        };
+        // Made straight in its box: built first and then boxed, the decoder (the assembler
+        // inside it) was copied at each of four moves, a tenth of an empty stream's cost.
+        let decoder = StreamDecoder::boxed(config, registry).map_err(|e| misuse(&e))?;
         Ok(Self {
-            decoder: Box::new(StreamDecoder::new(inner)),
+            decoder,
             scratch: Vec::new(),
             last_path: None,
             ordinal_int: None,
@@ -2843,7 +2912,7 @@ impl PyAssembler {
             before_finish: None,
             progress_into: progress_into.map(Bound::unbind),
             finished_progress: None,
-            unsettled: Vec::new(),
+            unsettled: Unsettled::default(),
             unsettled_failed: false,
         })
     }
@@ -2855,7 +2924,7 @@ impl PyAssembler {
         visit.call(&self.before_finish)?;
         visit.call(&self.progress_into)?;
         visit.call(&self.finished_progress)?;
-        for call in &self.unsettled {
+        for call in self.unsettled.iter() {
             visit.call(call)?;
         }
         Ok(())
@@ -2865,7 +2934,7 @@ impl PyAssembler {
         self.before_finish = None;
         self.progress_into = None;
         self.finished_progress = None;
-        self.unsettled.clear();
+        self.unsettled = Unsettled::default();
     }
 
     /// A per-call stop event for the open call under `index`.
@@ -3879,7 +3948,7 @@ mod core_module {
     #[pymodule_export]
     use super::PyDirectValidation;
     #[pymodule_export]
-    use super::{py_capped_path, py_pattern_error, py_same_tokens};
+    use super::{py_capped_path, py_install_feed, py_pattern_error, py_same_tokens};
     #[pymodule_export]
     use super::{JsonError, MisuseError, ToolwireError};
     #[pymodule_export]

@@ -931,6 +931,34 @@ def test_feed_keywords_are_matched_at_every_call_site() -> None:
     ]
 
 
+def test_feed_is_the_public_class_own_and_a_subclass_override_still_wins() -> None:
+    """`Assembler.feed` is the core's `feed` made for the public class itself; a subclass of
+    it that defines `feed` keeps its own, and one that does not feeds as the public class."""
+    assert "feed" in Assembler.__dict__
+    assert Assembler.__dict__["feed"].__objclass__ is Assembler
+
+    class Counting(Assembler):
+        fed = 0
+
+        def feed(self, index: int | None, /, **kw: object) -> int:  # type: ignore[override]
+            type(self).fed += 1
+            return super().feed(index, **kw)  # type: ignore[arg-type]
+
+    class Plain(Assembler):
+        pass
+
+    for cls in (Counting, Plain):
+        a = cls()
+        a.feed(0, id="c1", name="f", arguments='{"a": ')
+        a.feed(0, arguments="1}")
+        assert [(c.id, c.value) for c in a.finish()] == [("c1", {"a": 1})]
+    assert Counting.fed == 2
+    with pytest.raises(TypeError, match="not a subclass of Assembler"):
+        _core._install_feed(int)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="defines feed itself"):
+        _core._install_feed(Counting)
+
+
 def test_limits_are_typed_errors() -> None:
     a = Assembler(max_bytes=100)
     a.feed(0, name="f", arguments='{"a": "' + "x" * 200 + '"}')
