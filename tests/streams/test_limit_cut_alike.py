@@ -49,8 +49,10 @@ def _completed(*output: object) -> dict[str, Any]:
 
 
 def _outcome(asm: Assembler) -> tuple[Any, ...]:
+    early = [(o, e.kind, e.offset, e.path) for o, e in asm.drain_errors()]
     calls = asm.finish()
     return (
+        early,
         [(c.ordinal, c.index, c.name, c.id, c.arguments, c.error and c.error.kind) for c in calls],
         asm.reasoning,
         [(kind, event) for kind, event, _ in asm.stream_errors()],
@@ -94,7 +96,7 @@ def test_a_reasoning_item_whose_follower_passes_the_limit_is_let_go_on_every_pat
     ]
     # The item is kept as its compact JSON; the call's header passes the 10 bytes left.
     fits = len(json.dumps(_REASONING, separators=(",", ":"))) + 10
-    calls, reasoning, errors = _alike(events, max_stream_bytes=fits)
+    _, calls, reasoning, errors = _alike(events, max_stream_bytes=fits)
     assert reasoning == []
     assert [error for *_, error in calls] == ["too_large"]
     assert errors == [("stream_limit", 4)]
@@ -116,7 +118,7 @@ def test_a_summary_of_an_item_never_announced_after_the_limit_feeds_nothing() ->
         _added(4, _call_item(4, arguments="")),
         _completed(),
     ]
-    calls, _, errors = _alike(events, max_stream_bytes=20)
+    _, calls, _, errors = _alike(events, max_stream_bytes=20)
     assert [(index, error) for _, index, *_, error in calls] == [(4, "too_large")]
     assert errors == [("stream_limit", 2)]
 
@@ -131,7 +133,7 @@ def test_a_refused_response_does_not_read_its_finished_output_for_calls() -> Non
         _added(0, call),
         _completed({"type": "reasoning", "id": {}, "summary": []}, call),
     ]
-    _, _, errors = _alike(events, max_stream_bytes=5)
+    _, _, _, errors = _alike(events, max_stream_bytes=5)
     assert errors == [("stream_limit", 2)]
 
 
@@ -148,6 +150,32 @@ def test_a_call_keyed_apart_whose_item_id_passes_the_limit_reports_alike() -> No
         _added(1, _call_item(1, arguments="")),
         _completed(),
     ]
-    calls, _, errors = _alike(events, max_stream_bytes=40)
+    _, calls, _, errors = _alike(events, max_stream_bytes=40)
     assert [index for _, index, *_ in calls] == [0, 1, 2]
     assert errors == [("stream_limit", 4)]
+
+
+_BIG = '{"city": "' + "x" * 40 + '"}'
+# A finished item with no `added` before it.
+_ALONE = [
+    {"type": "response.created", "response": {}},
+    _done(0, _call_item(0, arguments=_BIG)),
+    _completed(),
+]
+
+
+def test_a_finished_item_alone_past_max_bytes_fails_where_its_text_does() -> None:
+    # An `output_item.done` with no `added` before it: the raw path set its arguments aside as
+    # an `added`'s, which failed the call `too_large` at once, at no path, before feeding the
+    # same text, which `feed_chunk` feeds at once (`too_large` at `/city`).
+    early, calls, _, _ = _alike(_ALONE, max_bytes=20)
+    assert early == [(0, "too_large", 20, "/city")]
+    assert [error for *_, error in calls] == ["too_large"]
+
+
+def test_a_finished_item_alone_past_the_stream_limit_keeps_what_feeding_keeps() -> None:
+    # The same item past the response's byte limit: set aside, its text was refused before it
+    # was fed, where `feed_chunk` fed it (keeping the text that crossed the limit).
+    _, calls, _, errors = _alike(_ALONE, max_stream_bytes=40)
+    assert [(arguments, error) for *_, arguments, error in calls] == [(_BIG, "too_large")]
+    assert errors == [("stream_limit", 2)]
