@@ -1739,3 +1739,20 @@ def test_a_streamed_piece_whose_key_holds_a_lone_surrogate_raises_nothing(path: 
     stream = assemble(iter(chunks))
     assert isinstance(list(stream)[-1], StreamEnded)
     assert not stream.calls[0].ok
+
+
+def test_a_broken_piece_leaves_the_same_text_with_or_without_its_lone_surrogate() -> None:
+    # A piece that breaks the call puts its value (a lone surrogate) nowhere, but the
+    # containers of its path stay, a lone surrogate in a name among them: the merged text, and
+    # so the errors told as it was read, are the same on both paths.
+    for path, value in (("$.u[1]", "\ud83d"), ("$.t\ud83d[1]", "x")):
+        chunks = _one_streamed(
+            {"jsonPath": "$.a", "stringValue": "é"}, {"jsonPath": path, "stringValue": value}
+        )
+        raw_asm, raw = _via_sse(sse_body(chunks, FMT))
+        dicts, dicts_asm = feed_dicts(chunks)
+        assert raw_key(raw) == raw_key(dicts)
+        assert raw[0].error is not None and raw[0].error.kind == "mixed_arguments"
+        assert [(e.kind, e.offset) for _, e in raw_asm.drain_errors()] == [
+            (e.kind, e.offset) for _, e in dicts_asm.drain_errors()
+        ]

@@ -133,7 +133,9 @@ pub(super) struct Streamed {
     /// follows: the next piece must start with its low half (a UTF-16 producer's pair cut in
     /// two, which Python joins as one character).
     half: Option<u16>,
-    /// Lone surrogates held as stand-ins ([`stand_in`]) in the merged value.
+    /// Lone surrogates held as stand-ins ([`stand_in`]); the merged value may hold fewer (a
+    /// piece that breaks the call puts its value nowhere, though the containers on its path
+    /// stay, as in Python's value).
     lones: usize,
     /// A piece may have held a real character of the stand-ins' area ([`may_hold_stand_ins`]).
     private: bool,
@@ -152,8 +154,7 @@ impl Streamed {
         let mut pointer = String::new();
         for piece in pieces {
             let piece = piece.as_ref();
-            // Lone surrogates of this piece, held as stand-ins: the merged value holds them
-            // once the piece is put there (one that breaks the call puts nothing).
+            // Lone surrogates of this piece, held as stand-ins.
             let mut lones = 0;
             for raw in piece.iter().flat_map(|p| [p.json_path, p.string_value]) {
                 self.private |= raw.is_some_and(|r| may_hold_stand_ins(r.get()));
@@ -236,7 +237,8 @@ impl Streamed {
                 return Merge::Unread;
             }
             // Nothing is reported from a lone surrogate on: no progress item can hold it.
-            self.silent |= self.lones + lones > 0;
+            self.lones += lones;
+            self.silent |= self.lones > 0;
             // Taken before the value moves into the object (only with progress tracking).
             let item = report
                 .as_ref()
@@ -250,7 +252,6 @@ impl Streamed {
             if !put {
                 return self.breaks();
             }
-            self.lones += lones;
             if let (Some(report), Some((text, kind))) = (report.as_mut(), item) {
                 pointer.clear();
                 push_steps(&mut pointer, &steps);
@@ -348,7 +349,7 @@ impl Streamed {
     /// escaped.
     pub(super) fn text(&self, whole: bool) -> String {
         let text = serde_json::to_string(&self.root).unwrap_or_default();
-        if self.lones == 0 {
+        if self.lones == 0 || !has_stand_in(&text) {
             return text;
         }
         let mut out = String::with_capacity(text.len() * 2);
@@ -1036,6 +1037,19 @@ mod tests {
         assert_eq!(verdict, Merge::Done);
         assert_eq!(items, [scalar("/a/0", "1")]);
         assert_eq!(streamed.text(true), r#"{"a":[1,"\udc00",2],"\ud800":3}"#);
+        // A piece that breaks the call leaves the containers of its path, a lone surrogate in
+        // a name among them, and puts its value (another lone one) nowhere.
+        let mut streamed = Streamed::default();
+        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "é"},
+                         {"jsonPath": "$.t\ud83d[1]", "stringValue": "x"},
+                         {"jsonPath": "$.u[1]", "stringValue": "\ud83d"}]"#;
+        assert_eq!(merged(&mut streamed, pieces, None).0, Merge::Broken);
+        assert_eq!(streamed.text(true), r#"{"a":"\u00e9","t\ud83d":[]}"#);
+        let mut streamed = Streamed::default();
+        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "é"},
+                         {"jsonPath": "$.u[1]", "stringValue": "\ud83d"}]"#;
+        assert_eq!(merged(&mut streamed, pieces, None).0, Merge::Broken);
+        assert_eq!(streamed.text(true), r#"{"a":"é","u":[]}"#);
         // Beside a lone surrogate, every character past ASCII is written as its escapes.
         let mut streamed = Streamed::default();
         merged(&mut streamed, "[]", Some(r#"{"k\ud800": "é😀"}"#));
