@@ -496,10 +496,10 @@ fn has_stand_in(text: &str) -> bool {
 fn may_hold_stand_ins(raw: &str) -> bool {
     let bytes = raw.as_bytes();
     memchr::memchr(0xF3, bytes).is_some()
-        || memchr::memmem::find_iter(bytes, b"\\u").any(|at| {
+        || memchr::memchr_iter(b'\\', bytes).any(|at| {
             bytes
-                .get(at + 2..at + 5)
-                .is_some_and(|h| h.eq_ignore_ascii_case(b"db8"))
+                .get(at + 1..at + 5)
+                .is_some_and(|h| h.eq_ignore_ascii_case(b"udb8"))
         })
 }
 
