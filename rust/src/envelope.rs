@@ -1849,7 +1849,7 @@ impl Decoder {
                     }
                     None => self.new_key(index, item_id),
                 };
-                self.open_item(index, key, &item, emit);
+                self.open_item(index, key, &item, true, emit);
             }
             "response.function_call_arguments.delta" => {
                 let key = self.item_key(env, None, Some(&mut *emit));
@@ -1906,7 +1906,10 @@ impl Decoder {
                     // A bridge that sends the finished item alone (no `output_item.added`):
                     // the call is opened from it, as `feed_chunk` does, never dropped.
                     let index = state.map_or(env.output_index.unwrap_or(key), |state| state.index);
-                    self.open_item(index, key, &item, emit);
+                    // Its arguments are the summary read next, fed as `feed_chunk` feeds them:
+                    // not set aside first, which failed the call (or refused the response)
+                    // for them where feeding them does not.
+                    self.open_item(index, key, &item, false, emit);
                 } else {
                     // The finished item may name the `namespace` its `added` left out.
                     tell_namespace(key, &item, emit);
@@ -2185,13 +2188,14 @@ impl Decoder {
     }
 
     /// Opens the call of a `function_call` item at `output_index` `index` under `key`: its id,
-    /// name and `item_id`, then the arguments the item already carries, set aside. Once the
-    /// response was refused whole, the item gets no state.
+    /// name and `item_id`, then, with `aside` (an `added`), the arguments the item already
+    /// carries, set aside. Once the response was refused whole, the item gets no state.
     fn open_item<F: FnMut(Action<'_>) -> bool>(
         &mut self,
         index: i64,
         key: i64,
         item: &Item<'_>,
+        aside: bool,
         emit: &mut F,
     ) {
         self.any_function_call = true;
@@ -2250,7 +2254,7 @@ impl Decoder {
         }
         // What `added` carries may be a placeholder (`"{}"`, quirk 24) that deltas do not
         // continue: set aside, it is fed only if nothing else brings the arguments.
-        if let Some(raw) = raw_str(item.arguments).filter(|r| r.len() > 2) {
+        if let Some(raw) = raw_str(item.arguments).filter(|r| aside && r.len() > 2) {
             let Some(pos) = self.items.latest_under(key) else {
                 return;
             };

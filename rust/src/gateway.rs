@@ -454,8 +454,8 @@ impl State {
                     let _ = assembler.lose_arguments(
                         ordinal,
                         "its Vertex AI `partialArgs` hold a value `feed_sse` cannot read as \
-                         Python does (a lone surrogate, an infinite number, a non-ASCII digit \
-                         in a path)",
+                         Python does (an infinite number, a non-ASCII digit in a path, a lone \
+                         surrogate beside a private-use character)",
                     );
                 }
             }

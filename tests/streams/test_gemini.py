@@ -1044,9 +1044,6 @@ def test_streamed_numbers_are_written_as_python_writes_them() -> None:
 @pytest.mark.parametrize(
     ("pieces", "args"),
     [
-        # A lone surrogate (a str holds it, no Rust string does), in a value and in a path.
-        ([{"jsonPath": "$.a", "stringValue": "\ud800"}], None),
-        ([{"jsonPath": "$['\\udc00']", "stringValue": "x"}], None),
         # Python's `\d` takes a non-ASCII digit as an index.
         ([{"jsonPath": "$.a[\u0661]", "stringValue": "x"}], None),
         # An infinite float next to the pieces: `json.dumps` writes `Infinity`.
@@ -1585,23 +1582,56 @@ def test_a_surrogate_pair_split_between_pieces_is_one_character(feed: str) -> No
     ],
 )
 def test_a_surrogate_half_left_alone_in_pieces_never_runs(pieces: list[dict[str, Any]]) -> None:
-    # Python holds a lone surrogate (`lone_surrogate`); Rust cannot (`lost_event`).
-    for feed, kind in (("dicts", "lone_surrogate"), ("sse", "lost_event")):
+    # The merged value holds a lone surrogate: `lone_surrogate` where it is, on both paths.
+    errors = []
+    for feed in ("dicts", "sse"):
         _, calls = _progress_per_chunk(_vertex_stream(*pieces), feed)
-        assert [c.error and c.error.kind for c in calls] == [kind], feed
+        errors.append([c.error and (c.error.kind, c.error.offset, c.error.path) for c in calls])
+    assert errors[0] == errors[1]
+    assert [kind for kind, _, _ in errors[0]] == ["lone_surrogate"]
 
 
-def test_surrogate_halves_in_pieces_on_the_python_path() -> None:
-    # A lone half makes the call `lone_surrogate`: nothing of it or after it is reported (the
-    # raw path, which cannot read it, ends such a call `lost_event`).
+@pytest.mark.parametrize("feed", ["dicts", "sse"])
+def test_surrogate_halves_in_pieces_stop_progress(feed: str) -> None:
+    # A lone half makes the call `lone_surrogate`: nothing of it or after it is reported.
     lone = _vertex_stream(
         {"jsonPath": "$.a", "stringValue": "x"},
         {"jsonPath": "$.b", "stringValue": "y\ud800"},
         {"jsonPath": "$.c", "stringValue": "z"},
     )
-    seen, calls = _progress_per_chunk(lone, "dicts")
+    seen, calls = _progress_per_chunk(lone, feed)
     assert seen[-1] == {(0, "/a"): "x"}
     assert [c.error and c.error.kind for c in calls] == ["lone_surrogate"]
+    assert calls[0].arguments == '{"a":"x","b":"y\\ud800","c":"z"}'
+
+
+@pytest.mark.parametrize(
+    ("pieces", "args"),
+    [
+        # In a value, in a name (dotted and quoted), in whole arguments next to the pieces.
+        ([{"jsonPath": "$.a", "stringValue": "x\ud800y"}], None),
+        ([{"jsonPath": "$.k\ud800", "stringValue": "x"}], None),
+        ([{"jsonPath": "$['\\udc00']", "stringValue": "x"}], None),
+        ([{"jsonPath": "$.a", "stringValue": "x"}], {"b\ud800": 1}),
+        ([], {"b": ["\udc00"]}),
+    ],
+)
+def test_a_lone_surrogate_in_streamed_arguments_is_told_alike(
+    pieces: list[dict[str, Any]], args: dict[str, Any] | None
+) -> None:
+    # A `str` holds it and `feed_chunk` wrote it as its escape (`lone_surrogate`, where it is);
+    # `feed_sse` ended the call `lost_event`, blaming the transport for what the model sent.
+    fields = {} if args is None else {"args": args}
+    chunks = _one_streamed(*pieces, **fields)
+    raw_asm, raw = _via_sse(sse_body(chunks, FMT))
+    dicts, _ = feed_dicts(chunks)
+    assert raw_key(raw) == raw_key(dicts)
+    assert [(c.error.offset, c.error.path) for c in raw[:1] + dicts[:1] if c.error] == [
+        (dicts[0].error.offset, dicts[0].error.path)
+    ] * 2
+    (first, second) = raw
+    assert first.error is not None and first.error.kind == "lone_surrogate"
+    assert second.ok and raw_asm.stream_errors() == []
 
 
 def test_without_progress_tracking_the_adapter_records_nothing() -> None:
@@ -1710,3 +1740,20 @@ def test_a_streamed_piece_whose_key_holds_a_lone_surrogate_raises_nothing(path: 
     stream = assemble(iter(chunks))
     assert isinstance(list(stream)[-1], StreamEnded)
     assert not stream.calls[0].ok
+
+
+def test_a_broken_piece_leaves_the_same_text_with_or_without_its_lone_surrogate() -> None:
+    # A piece that breaks the call puts its value (a lone surrogate) nowhere, but the
+    # containers of its path stay, a lone surrogate in a name among them: the merged text, and
+    # so the errors told as it was read, are the same on both paths.
+    for path, value in (("$.u[1]", "\ud83d"), ("$.t\ud83d[1]", "x")):
+        chunks = _one_streamed(
+            {"jsonPath": "$.a", "stringValue": "é"}, {"jsonPath": path, "stringValue": value}
+        )
+        raw_asm, raw = _via_sse(sse_body(chunks, FMT))
+        dicts, dicts_asm = feed_dicts(chunks)
+        assert raw_key(raw) == raw_key(dicts)
+        assert raw[0].error is not None and raw[0].error.kind == "mixed_arguments"
+        assert [(e.kind, e.offset) for _, e in raw_asm.drain_errors()] == [
+            (e.kind, e.offset) for _, e in dicts_asm.drain_errors()
+        ]

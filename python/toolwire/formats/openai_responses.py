@@ -200,6 +200,7 @@ class ResponsesAdapter:
     format: WireFormat = "openai-responses"
 
     __slots__ = (
+        "_announced",
         "_awaiting",
         "_calls",
         "_gave_up",
@@ -226,6 +227,9 @@ class ResponsesAdapter:
         self._sequence = _Sequence()
         # `response.created` came: another one replays the response.
         self._started = False
+        # A call item was announced, even in a response refused whole: its finished
+        # `output` is then not read for calls, as on the raw SSE path.
+        self._announced = False
         # The `id`s of the reasoning and hosted items kept in this response, in the order kept,
         # each with whether it still is (a reasoning item let go is not).
         self._reasoning_ids: dict[str, bool] = {}
@@ -630,14 +634,22 @@ class ResponsesAdapter:
         kind = FREE_FORM_TYPE if get(item, "type") == "custom_tool_call" else None
         # An item event starts its call: the same item again is that call sent again.
         ordinal = self._utf16.feed(sink, index, id=call_id, name=name, type=kind, start=True)
-        set_index = getattr(sink, "_set_index", None)
-        if output_index is not None and output_index != index and set_index is not None:
-            # Keyed apart from another item under this `output_index`, it still reports it.
-            set_index(ordinal, output_index)
+        self._announced = True
         info.feeds.append(FeedRecord(ordinal, call_id, name))
         if item_id is not None:
             # An unpaired surrogate in an id is U+FFFD, as the raw path reads its escape.
             sink.set_metadata(index, "item_id", replace_lone_surrogates(item_id))
+        set_index = getattr(sink, "_set_index", None)
+        if output_index is not None and output_index != index and set_index is not None:
+            # Keyed apart from another item under this `output_index`, it still reports it;
+            # after its `item_id`, as the raw SSE path sets them, so that one that takes the
+            # response past its limit leaves the index unset on both paths.
+            set_index(ordinal, output_index)
+        if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+            # The call's id, name or `item_id` took the response past its limit (the raw SSE
+            # path hands the three over at once): refused whole, the call follows no reasoning
+            # item, which is let go at the end as one without a follower, as on that path.
+            return ordinal
         _tell_namespace(index, item, sink)
         self._follow(index, sink)
         hosted = self._hosted + self._hosted_ahead
@@ -653,7 +665,9 @@ class ResponsesAdapter:
         `output_item.done` that contradicts the `.done` before it must not leave the call to
         run silently with the first reading."""
         calls = self._calls
-        if index in calls.ended:
+        if index in calls.ended or index not in calls.opened:
+            # Ended, or no state (the response was refused whole): as on the raw SSE path,
+            # a summary of an item without state is not fed.
             return
         if index not in calls.with_arguments:
             self._arguments(index, value, sink, info)
@@ -725,7 +739,7 @@ class ResponsesAdapter:
         self._utf16.flush(sink)
 
     def _finished(self, response: object, kind: str, sink: Sink, info: ChunkInfo) -> None:
-        if kind == "response.completed" and not self._calls.order:
+        if kind == "response.completed" and not self._announced and not self._calls.order:
             self._summary_calls(response, sink, info)
         elif self._calls.order:
             self._summary_namespaces(response, sink)

@@ -28,10 +28,11 @@
 //! - Vertex AI's streamed arguments (`partialArgs` pieces, `willContinue`) are merged as the
 //!   adapter merges them (`partial_args.rs`) and fed when the call closes, or cut (`truncated`)
 //!   by the limit, another call or the end of the body; pieces that do not make one object end
-//!   it `mixed_arguments`. A piece that Python reads where Rust cannot follow (a lone
-//!   surrogate, an infinite number in `args`, a non-ASCII digit in a path) is never guessed:
-//!   that call ends `lost_event` and never runs. A surrogate pair cut between two pieces of a
-//!   string is read, as one character. With progress tracking
+//!   it `mixed_arguments`. A lone surrogate is held (`partial_args.rs`) and written back as its
+//!   escape, so that the call ends `lone_surrogate` where the adapter's does. A piece that
+//!   Python reads where Rust cannot follow (an infinite number in `args`, a non-ASCII digit in
+//!   a path) is never guessed: that call ends `lost_event` and never runs. A surrogate pair cut
+//!   between two pieces of a string is read, as one character. With progress tracking
 //!   ([`Decoder::set_track_progress`]), each value merged is reported as it arrives
 //!   ([`Action::Progress`]), so that a progressive view sees the arguments stream, until a
 //!   piece is refused ([`Action::StopProgress`]); without it, a merge reports nothing and costs
@@ -176,9 +177,12 @@ impl Open {
     }
 
     /// A string whose last piece ended on half a surrogate pair, and no piece came with the
-    /// other half: Python's value holds a lone surrogate there, so the call is unread.
+    /// other half: Python's value holds a lone surrogate there, and so does the call's.
     fn lone_half<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
-        if !self.unread && self.value.as_ref().is_some_and(|v| v.holds_half()) {
+        let Some(value) = self.value.as_mut().filter(|v| v.holds_half()) else {
+            return;
+        };
+        if value.settle_half() == Merge::Unread && !self.unread {
             self.unread = true;
             emit(Action::UnreadArguments(self.key));
         }
@@ -422,7 +426,7 @@ impl GeminiState {
         let text = open
             .value
             .as_ref()
-            .map_or_else(|| "{}".to_owned(), |v| v.text());
+            .map_or_else(|| "{}".to_owned(), |v| v.text(true));
         self.feed(
             emit,
             args(Some(open.key), Arguments::Value(text.as_bytes())),
@@ -442,7 +446,10 @@ impl GeminiState {
             self.close(open, emit);
             return;
         }
-        let text = open.value.as_ref().map_or_else(String::new, |v| v.text());
+        let text = open
+            .value
+            .as_ref()
+            .map_or_else(String::new, |v| v.text(false));
         let cut = text.len().saturating_sub(1);
         self.feed(
             emit,
@@ -683,7 +690,7 @@ impl Decoder {
                 if let (false, Some(raw)) = (merged == Merge::Unread, fc.args) {
                     merged = value.merge_object(raw, report);
                 }
-                if self.progress && (value.broken || merged == Merge::Unread) {
+                if self.progress && (value.broken || value.silent || merged == Merge::Unread) {
                     // The call never holds what its pieces say: nothing more of it is an item,
                     // not even its text when it closes.
                     emit(Action::StopProgress(key));

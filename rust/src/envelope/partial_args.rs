@@ -11,13 +11,18 @@
 //!   double holds (`1e999`, `"Infinity"`), a value member of the wrong type or of a kind not
 //!   read here (`listValue`), or no value where no string goes on, breaks the call
 //!   (`mixed_arguments`): dropped, the member would be missing from a call that runs.
-//! - What Python would read where this path cannot follow (a lone surrogate, which no Rust
-//!   string holds; an infinite float inside `args`, which `json.dumps` writes as `Infinity`; a
-//!   non-ASCII digit in a path index, which Python's `\d` takes) is never guessed: the merge
-//!   reports [`Merge::Unread`], and the call ends `lost_event`. The one lone surrogate read is
-//!   half of a pair that a UTF-16 producer cut between two pieces of one string: the first
-//!   piece ends with the high half, the next starts with the low one, and the two make one
-//!   character, as Python's joined string does once written.
+//! - A lone surrogate, which a Python `str` holds and no Rust string does, is held as a stand-in
+//!   character of Supplementary Private Use Area-A (U+F0000 plus its offset from U+D800) and
+//!   written back as the `\uXXXX` escape the adapter's text has, so that the core reports the
+//!   call `lone_surrogate` at the same place on both paths (a model-actionable error, where
+//!   `lost_event` blamed the transport). Half of a pair that a UTF-16 producer cut between two
+//!   pieces of one string is no lone surrogate: the first piece ends with the high half, the
+//!   next starts with the low one, and the two make one character, as Python's joined string
+//!   does once written. A call that holds a stand-in and may hold a real character of that
+//!   area (seen in a piece's bytes or escapes) could not be written back exactly: it ends
+//!   `lost_event`, as does what else Python reads where this path cannot follow (an infinite
+//!   float inside `args`, which `json.dumps` writes as `Infinity`; a non-ASCII digit in a path
+//!   index, which Python's `\d` takes): the merge reports [`Merge::Unread`].
 //! - With progress tracking, each value merged is reported as it is merged ([`Report`]): a
 //!   string piece as text appended to the string at its path, a number or literal as the JSON
 //!   text the merged object writes for it, at the JSON Pointer of its path. Only what merged is
@@ -128,6 +133,14 @@ pub(super) struct Streamed {
     /// follows: the next piece must start with its low half (a UTF-16 producer's pair cut in
     /// two, which Python joins as one character).
     half: Option<u16>,
+    /// Lone surrogates held as stand-ins ([`stand_in`]); the merged value may hold fewer (a
+    /// piece that breaks the call puts its value nowhere, though the containers on its path
+    /// stay, as in Python's value).
+    lones: usize,
+    /// A piece may have held a real character of the stand-ins' area ([`may_hold_stand_ins`]).
+    private: bool,
+    /// A lone surrogate was merged: nothing more is reported (no progress item holds it).
+    pub(super) silent: bool,
 }
 
 impl Streamed {
@@ -141,16 +154,24 @@ impl Streamed {
         let mut pointer = String::new();
         for piece in pieces {
             let piece = piece.as_ref();
-            // A lone surrogate escape fails here: Python reads it, Rust cannot hold it.
+            // Lone surrogates of this piece, held as stand-ins.
+            let mut lones = 0;
+            for raw in piece.iter().flat_map(|p| [p.json_path, p.string_value]) {
+                self.private |= raw.is_some_and(|r| may_hold_stand_ins(r.get()));
+            }
             let path = piece
                 .and_then(|p| p.json_path)
                 .filter(|r| r.get().starts_with('"'))
-                .map(|raw| serde_json::from_str::<String>(raw.get()).map_err(|_| ()));
+                .map(|raw| decode_string(raw.get()).ok_or(()));
             let (steps, path_len) = match path {
                 None => return self.breaks(),
                 Some(Err(())) => return Merge::Unread,
-                Some(Ok(text)) => match parse_path(&text) {
-                    Ok(Some(steps)) => (steps, text.len()),
+                Some(Ok((text, in_path))) => match parse_path(&text, &mut lones) {
+                    // Each stand-in counted as the three bytes Python counts for a lone one.
+                    Ok(Some(steps)) => {
+                        lones += in_path;
+                        (steps, text.len() - in_path)
+                    }
                     Ok(None) => return self.breaks(),
                     Err(()) => return Merge::Unread,
                 },
@@ -161,7 +182,8 @@ impl Streamed {
             let more = piece
                 .and_then(|p| p.will_continue)
                 .is_some_and(|w| w.get() == "true");
-            let (value, halves) = match piece.map_or(Ok(None), scalar) {
+            let mut in_value = 0;
+            let (value, halves) = match piece.map_or(Ok(None), |p| scalar(p, &mut in_value)) {
                 Err(Merge::Broken) => return self.breaks(),
                 Err(failure) => return failure,
                 Ok(Some(value)) => value,
@@ -174,37 +196,53 @@ impl Streamed {
                 }
                 Ok(None) => return self.breaks(),
             };
-            // Each half counted as the three bytes Python counts for a lone surrogate.
+            // Each half, and each stand-in inside the value, counted as the three bytes Python
+            // counts for a lone surrogate.
             let half_bytes =
                 3 * (usize::from(halves.low.is_some()) + usize::from(halves.high.is_some()));
+            let value_bytes = value.as_str().map_or(0, str::len) - in_value;
+            lones += in_value;
             self.kept = self
                 .kept
-                .saturating_add(path_len + value.as_str().map_or(0, str::len) + half_bytes);
+                .saturating_add(path_len + value_bytes + half_bytes);
             let appended = value.is_string() && self.continuing.as_ref() == Some(&steps);
             let mut value = value;
-            match (self.half.take(), halves.low) {
-                (None, None) => {}
-                (Some(high), Some(low)) if appended => {
-                    let Some(pair) = surrogate_pair(high, low) else {
-                        return Merge::Unread;
-                    };
-                    if let Value::String(text) = &mut value {
-                        text.insert(0, pair);
-                    }
+            let held = self.half.take();
+            let paired = match (held, halves.low) {
+                (Some(high), Some(low)) if appended => surrogate_pair(high, low),
+                _ => None,
+            };
+            if let (Some(pair), Value::String(text)) = (paired, &mut value) {
+                text.insert(0, pair);
+            } else {
+                // Half a pair that the piece beside it does not complete: a lone surrogate,
+                // the high one ending the string before, the low one starting this one.
+                if held.is_some() {
+                    self.settle_half_at(held);
                 }
-                // Half a pair that the piece beside it does not complete: a lone surrogate.
-                _ => return Merge::Unread,
+                if let (Some(low), Value::String(text)) = (halves.low, &mut value) {
+                    text.insert(0, stand_in(low));
+                    lones += 1;
+                }
             }
             if let Some(high) = halves.high {
-                if !more {
-                    return Merge::Unread;
+                if more {
+                    self.half = Some(high);
+                } else if let Value::String(text) = &mut value {
+                    text.push(stand_in(high));
+                    lones += 1;
                 }
-                self.half = Some(high);
             }
+            if self.lones + lones > 0 && self.private {
+                return Merge::Unread;
+            }
+            // Nothing is reported from a lone surrogate on: no progress item can hold it.
+            self.lones += lones;
+            self.silent |= self.lones > 0;
             // Taken before the value moves into the object (only with progress tracking).
             let item = report
                 .as_ref()
-                .filter(|_| !self.broken)
+                .filter(|_| !self.broken && !self.silent)
                 .map(|_| item_of(&value, more));
             let mut root = Value::Object(std::mem::take(&mut self.root));
             let put = put(&mut root, &steps, value, appended);
@@ -228,14 +266,21 @@ impl Streamed {
     /// Each member merged into a call not broken goes to `report`, if there is one, value by
     /// value.
     pub(super) fn merge_object(&mut self, args: &RawValue, mut report: Report<'_, '_>) -> Merge {
-        let Ok(Value::Object(values)) = serde_json::from_str::<Value>(args.get()) else {
-            // Not an object (no surrogate pair can fail: a lone one fails an object too).
-            return if args.get().starts_with('{') {
-                Merge::Unread
-            } else {
-                self.breaks()
-            };
+        let raw = args.get();
+        self.private |= may_hold_stand_ins(raw);
+        let parsed = serde_json::from_str::<Value>(raw).ok().or_else(|| {
+            // A lone surrogate escape, held as its stand-in.
+            let (text, lones) = with_stand_ins(raw)?;
+            self.lones += lones;
+            serde_json::from_str::<Value>(&text).ok()
+        });
+        let Some(Value::Object(values)) = parsed else {
+            // Not an object.
+            return self.breaks();
         };
+        if self.lones > 0 && self.private {
+            return Merge::Unread;
+        }
         for (key, value) in values {
             if self.root.contains_key(&key) {
                 return self.breaks();
@@ -243,10 +288,12 @@ impl Streamed {
             let Some(value) = python_numbers(value) else {
                 return Merge::Unread;
             };
-            if let Some(report) = report.as_mut().filter(|_| !self.broken) {
+            if let Some(report) = report.as_mut().filter(|_| !self.broken && !self.silent) {
                 let mut pointer = String::from("/");
                 push_pointer_token(&mut pointer, &key);
-                report_values(&value, &mut pointer, &mut **report);
+                // Nothing is reported from a lone surrogate on: no progress item can hold it.
+                self.silent =
+                    has_stand_in(&key) || !report_values(&value, &mut pointer, &mut **report);
             }
             self.root.insert(key, value);
         }
@@ -254,9 +301,39 @@ impl Streamed {
     }
 
     /// Whether the last string piece ended on half a surrogate pair whose other half never
-    /// came: Python's value holds a lone surrogate there, which no Rust string holds.
+    /// came: Python's value holds a lone surrogate there.
     pub(super) fn holds_half(&self) -> bool {
         self.half.is_some()
+    }
+
+    /// No piece comes with the other half of the pair the last string piece ended on: that
+    /// half is a lone surrogate at the end of its string, as in Python's value. `Unread` when
+    /// the call may hold a real character of the stand-ins' area.
+    pub(super) fn settle_half(&mut self) -> Merge {
+        let held = self.half.take();
+        self.settle_half_at(held);
+        if self.lones > 0 && self.private {
+            Merge::Unread
+        } else {
+            Merge::Done
+        }
+    }
+
+    /// Appends the stand-in of the high surrogate `held`, whose pair never came, to the string
+    /// the last piece went on with.
+    fn settle_half_at(&mut self, held: Option<u16>) {
+        let (Some(high), Some(steps)) = (held, self.continuing.as_deref()) else {
+            return;
+        };
+        let lone = Value::String(stand_in(high).to_string());
+        let mut root = Value::Object(std::mem::take(&mut self.root));
+        // The string the piece before put there: appending to it cannot conflict.
+        put(&mut root, steps, lone, true);
+        if let Value::Object(map) = root {
+            self.root = map;
+        }
+        self.lones += 1;
+        self.silent = true;
     }
 
     fn breaks(&mut self) -> Merge {
@@ -265,17 +342,43 @@ impl Streamed {
     }
 
     /// The merged object as `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`
-    /// writes it.
-    pub(super) fn text(&self) -> String {
-        serde_json::to_string(&self.root).unwrap_or_default()
+    /// writes it. With a lone surrogate, which that cannot write as UTF-8, as the adapter's
+    /// text reaches the core: a value (`whole`, the call closed) is written by the core with
+    /// every character past ASCII as its `\uXXXX` escapes (the raw path's `canonical` writes
+    /// whole `args` so too); the text of a call cut short has only its lone surrogates
+    /// escaped.
+    pub(super) fn text(&self, whole: bool) -> String {
+        let text = serde_json::to_string(&self.root).unwrap_or_default();
+        if self.lones == 0 || !has_stand_in(&text) {
+            return text;
+        }
+        let mut out = String::with_capacity(text.len() * 2);
+        for c in text.chars() {
+            if c.is_ascii() || !(whole || lone_of(c).is_some()) {
+                out.push(c);
+                continue;
+            }
+            let mut units = [0u16; 2];
+            let units: &[u16] = match lone_of(c) {
+                Some(unit) => {
+                    units[0] = unit;
+                    &units[..1]
+                }
+                None => c.encode_utf16(&mut units),
+            };
+            for unit in units {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        }
+        out
     }
 }
 
-/// The value of one piece: `Ok(None)` for none; `Err(Merge::Unread)` for one only Python
-/// reads (a lone surrogate), `Err(Merge::Broken)` for one no reader holds: a value member of
-/// the wrong type, or a number no double holds (`1e999`, protobuf's `"Infinity"`), which would
-/// otherwise vanish from the arguments the call runs with.
-fn scalar(piece: &Piece<'_>) -> Result<Option<(Value, Halves)>, Merge> {
+/// The value of one piece: `Ok(None)` for none; `Err(Merge::Broken)` for one no reader holds:
+/// a value member of the wrong type, or a number no double holds (`1e999`, protobuf's
+/// `"Infinity"`), which would otherwise vanish from the arguments the call runs with. Lone
+/// surrogates held as stand-ins inside a string are added to `lones`.
+fn scalar(piece: &Piece<'_>, lones: &mut usize) -> Result<Option<(Value, Halves)>, Merge> {
     if piece.other_value {
         return Err(Merge::Broken);
     }
@@ -283,7 +386,7 @@ fn scalar(piece: &Piece<'_>) -> Result<Option<(Value, Halves)>, Merge> {
         if !raw.get().starts_with('"') {
             return Err(Merge::Broken);
         }
-        return string_value(raw.get()).map(|(s, halves)| Some((Value::String(s), halves)));
+        return string_value(raw.get(), lones).map(|(s, halves)| Some((Value::String(s), halves)));
     }
     let value = if let Some(raw) = piece.bool_value {
         match raw.get() {
@@ -313,8 +416,8 @@ struct Halves {
 
 /// A `stringValue`'s text (a JSON string, quotes included), without a low surrogate escape it
 /// starts with or a high one it ends with, and those halves. A lone surrogate anywhere else is
-/// what only Python reads: [`Merge::Unread`].
-fn string_value(raw: &str) -> Result<(String, Halves), Merge> {
+/// held as its stand-in, counted in `lones`.
+fn string_value(raw: &str, lones: &mut usize) -> Result<(String, Halves), Merge> {
     const ESCAPE: usize = "\\uXXXX".len();
     let mut halves = Halves::default();
     // The text between the quotes.
@@ -346,12 +449,96 @@ fn string_value(raw: &str) -> Result<(String, Halves), Merge> {
         }
     }
     let text = if halves.low.is_none() && halves.high.is_none() {
-        serde_json::from_str::<String>(raw)
+        decode_string(raw)
     } else {
-        serde_json::from_str::<String>(&format!("\"{inner}\""))
+        decode_string(&format!("\"{inner}\""))
     };
-    // Also a lone surrogate escape elsewhere: Python reads it, Rust cannot hold it.
-    text.map(|text| (text, halves)).map_err(|_| Merge::Unread)
+    let (text, found) = text.ok_or(Merge::Broken)?;
+    *lones += found;
+    Ok((text, halves))
+}
+
+/// The JSON string literal `raw` decoded, with the lone surrogates in it held as stand-ins
+/// ([`stand_in`]), and how many; `None` when it is no JSON string.
+fn decode_string(raw: &str) -> Option<(String, usize)> {
+    if let Ok(text) = serde_json::from_str::<String>(raw) {
+        return Some((text, 0));
+    }
+    let (text, lones) = with_stand_ins(raw)?;
+    Some((serde_json::from_str::<String>(&text).ok()?, lones))
+}
+
+/// The first of the 2,048 characters of Supplementary Private Use Area-A that stand in for
+/// lone surrogates, U+D800 to U+DFFF in order: a lone one, which a Python `str` holds, has no
+/// place in a Rust string, and is written back as its escape ([`Streamed::text`]).
+const STAND_INS: u32 = 0xF0000;
+
+/// The stand-in of the lone surrogate `unit`.
+fn stand_in(unit: u16) -> char {
+    char::from_u32(STAND_INS + u32::from(unit).saturating_sub(0xD800)).unwrap_or('\u{FFFD}')
+}
+
+/// The lone surrogate that `c` stands in for, if it is a stand-in.
+fn lone_of(c: char) -> Option<u16> {
+    let offset = u32::from(c).checked_sub(STAND_INS).filter(|o| *o < 0x800)?;
+    u16::try_from(0xD800 + offset).ok()
+}
+
+/// Whether `text` holds a stand-in.
+fn has_stand_in(text: &str) -> bool {
+    text.chars().any(|c| lone_of(c).is_some())
+}
+
+/// Whether the JSON text `raw` may hold a real character of the stand-ins' area: as UTF-8 (its
+/// first byte, 0xF3, leads every character from U+C0000 to U+FFFFF) or as the escape of its
+/// high surrogate (U+DB80 to U+DB8F lead U+F0000 to U+F3FFF). A superset, cheap to ask: what
+/// it catches is written back as `lost_event` only when the call holds a lone surrogate too.
+fn may_hold_stand_ins(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    memchr::memchr(0xF3, bytes).is_some()
+        || memchr::memchr_iter(b'\\', bytes).any(|at| {
+            bytes
+                .get(at + 1..at + 5)
+                .is_some_and(|h| h.eq_ignore_ascii_case(b"udb8"))
+        })
+}
+
+/// The JSON text `raw` with each lone surrogate escape in its strings replaced by its stand-in
+/// (as UTF-8, which a JSON string holds as it is), and how many; `None` when it holds none.
+fn with_stand_ins(raw: &str) -> Option<(String, usize)> {
+    let bytes = raw.as_bytes();
+    let mut out = String::with_capacity(raw.len());
+    let (mut copied, mut lones, mut at) = (0, 0, 0);
+    while let Some(found) = memchr::memchr(b'\\', &bytes[at..]) {
+        let start = at + found;
+        let unit = (bytes.get(start + 1) == Some(&b'u'))
+            .then(|| raw.get(start..start + 6).and_then(super::escaped_unit))
+            .flatten();
+        let Some(unit) = unit else {
+            // Any other escape: two characters, the second maybe a backslash.
+            at = start + 2;
+            continue;
+        };
+        at = start + 6;
+        if !(0xD800..0xE000).contains(&unit) {
+            continue;
+        }
+        let low = raw.get(at..at + 6).and_then(super::escaped_unit);
+        if unit < 0xDC00 && low.is_some_and(|l| (0xDC00..0xE000).contains(&l)) {
+            // A pair, which serde_json reads.
+            at += 6;
+            continue;
+        }
+        out.push_str(&raw[copied..start]);
+        out.push(stand_in(unit));
+        copied = at;
+        lones += 1;
+    }
+    if lones == 0 {
+        return None;
+    }
+    out.push_str(&raw[copied..]);
+    Some((out, lones))
 }
 
 /// The character of a high and a low surrogate.
@@ -400,33 +587,45 @@ fn push_steps(out: &mut String, steps: &[Step]) {
 }
 
 /// Reports every string, number and literal inside `value`, which sits at `pointer`, as one
-/// complete item each, in document order. A `Value` is at most as deep as serde_json reads
-/// one (128 levels), which bounds the recursion.
+/// complete item each, in document order, up to a lone surrogate (its stand-in, in a key or a
+/// string), which no item holds: false once one was met. A `Value` is at most as deep as
+/// serde_json reads one (128 levels), which bounds the recursion.
 fn report_values(
     value: &Value,
     pointer: &mut String,
     report: &mut dyn FnMut(&str, &str, Recorded),
-) {
+) -> bool {
     let len = pointer.len();
     match value {
         Value::Object(map) => {
             for (key, member) in map {
+                if has_stand_in(key) {
+                    return false;
+                }
                 pointer.push('/');
                 push_pointer_token(pointer, key);
-                report_values(member, pointer, report);
+                let more = report_values(member, pointer, report);
                 pointer.truncate(len);
+                if !more {
+                    return false;
+                }
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let _ = write!(pointer, "/{i}");
-                report_values(item, pointer, report);
+                let more = report_values(item, pointer, report);
                 pointer.truncate(len);
+                if !more {
+                    return false;
+                }
             }
         }
+        Value::String(text) if has_stand_in(text) => return false,
         Value::String(text) => report(pointer, text, Recorded::String { ends: true }),
         other => report(pointer, &other.to_string(), Recorded::Scalar),
     }
+    true
 }
 
 /// True for a member that is there, `null` included (an `Option` reads `null` as absent).
@@ -528,8 +727,9 @@ fn float_repr(f: f64) -> String {
 }
 
 /// The steps of a JSON Path such as `$.a['b c'][0]` as the adapter's `_path` reads them:
-/// `Ok(None)` when it is not one, `Err` where Python would read what this path cannot.
-fn parse_path(text: &str) -> Result<Option<Vec<Step>>, ()> {
+/// `Ok(None)` when it is not one, `Err` where Python would read what this path cannot. A lone
+/// surrogate escape in a quoted name is held as its stand-in, counted in `lones`.
+fn parse_path(text: &str, lones: &mut usize) -> Result<Option<Vec<Step>>, ()> {
     let Some(mut rest) = text.strip_prefix('$') else {
         return Ok(None);
     };
@@ -571,11 +771,12 @@ fn parse_path(text: &str) -> Result<Option<Vec<Step>>, ()> {
                 } else {
                     inner.to_owned()
                 };
-                step = match serde_json::from_str::<String>(&format!("\"{inner}\"")) {
-                    Ok(key) => Step::Key(key),
-                    // A lone surrogate escape, which Python reads and Rust cannot hold.
-                    Err(_) if inner.contains("\\u") => return Err(()),
-                    Err(_) => return Ok(None),
+                step = match decode_string(&format!("\"{inner}\"")) {
+                    Some((key, found)) => {
+                        *lones += found;
+                        Step::Key(key)
+                    }
+                    None => return Ok(None),
                 };
                 rest = tail;
             } else {
@@ -728,7 +929,7 @@ mod tests {
             })
             .collect();
         let mut streamed = Streamed::default();
-        (streamed.merge(&pieces, None), streamed.text())
+        (streamed.merge(&pieces, None), streamed.text(true))
     }
 
     #[test]
@@ -784,7 +985,7 @@ mod tests {
         );
         // The same numbers as the merged object writes.
         assert_eq!(
-            streamed.text(),
+            streamed.text(true),
             r#"{"a/b~c":{"d":"xy"},"n":[3,1e+20,2.5],"t":false,"z":null,"e":"","w":{"k~":[1.5,"s"]}}"#
         );
     }
@@ -809,16 +1010,50 @@ mod tests {
         );
         assert_eq!(items, []);
 
-        // A piece only Python reads (a lone surrogate) reports nothing either.
+        // A lone surrogate, which no item holds, is merged and reported no more, nor is what
+        // follows it.
         let mut streamed = Streamed::default();
         let (verdict, items) = merged(
             &mut streamed,
             r#"[{"jsonPath": "$.a", "stringValue": "x"},
-                {"jsonPath": "$.b", "stringValue": "\ud800"}]"#,
-            None,
+                {"jsonPath": "$.b", "stringValue": "\ud800"},
+                {"jsonPath": "$.c", "stringValue": "z"}]"#,
+            Some(r#"{"d": 1}"#),
         );
-        assert_eq!(verdict, Merge::Unread);
+        assert_eq!(verdict, Merge::Done);
+        assert!(streamed.silent);
         assert_eq!(items, [string("/a", "x", true)]);
+        assert_eq!(
+            streamed.text(true),
+            r#"{"a":"x","b":"\ud800","c":"z","d":1}"#
+        );
+        // In whole arguments next to the pieces, the values before it are reported.
+        let mut streamed = Streamed::default();
+        let (verdict, items) = merged(
+            &mut streamed,
+            "[]",
+            Some(r#"{"a": [1, "\udc00", 2], "\ud800": 3}"#),
+        );
+        assert_eq!(verdict, Merge::Done);
+        assert_eq!(items, [scalar("/a/0", "1")]);
+        assert_eq!(streamed.text(true), r#"{"a":[1,"\udc00",2],"\ud800":3}"#);
+        // A piece that breaks the call leaves the containers of its path, a lone surrogate in
+        // a name among them, and puts its value (another lone one) nowhere.
+        let mut streamed = Streamed::default();
+        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "é"},
+                         {"jsonPath": "$.t\ud83d[1]", "stringValue": "x"},
+                         {"jsonPath": "$.u[1]", "stringValue": "\ud83d"}]"#;
+        assert_eq!(merged(&mut streamed, pieces, None).0, Merge::Broken);
+        assert_eq!(streamed.text(true), r#"{"a":"\u00e9","t\ud83d":[]}"#);
+        let mut streamed = Streamed::default();
+        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "é"},
+                         {"jsonPath": "$.u[1]", "stringValue": "\ud83d"}]"#;
+        assert_eq!(merged(&mut streamed, pieces, None).0, Merge::Broken);
+        assert_eq!(streamed.text(true), r#"{"a":"é","u":[]}"#);
+        // Beside a lone surrogate, every character past ASCII is written as its escapes.
+        let mut streamed = Streamed::default();
+        merged(&mut streamed, "[]", Some(r#"{"k\ud800": "é😀"}"#));
+        assert_eq!(streamed.text(true), r#"{"k\ud800":"\u00e9\ud83d\ude00"}"#);
     }
 
     #[test]
@@ -834,7 +1069,7 @@ mod tests {
         );
         assert_eq!(verdict, Merge::Done);
         assert!(!streamed.holds_half());
-        assert_eq!(streamed.text(), r#"{"a":"x😀\\ud83d🌸🌸"}"#);
+        assert_eq!(streamed.text(true), r#"{"a":"x😀\\ud83d🌸🌸"}"#);
         // The held half is in no item until its pair is whole.
         assert_eq!(
             items,
@@ -850,18 +1085,71 @@ mod tests {
     }
 
     #[test]
-    fn a_surrogate_half_without_its_pair_is_unread() {
-        for pieces in [
+    fn a_surrogate_half_without_its_pair_is_written_back_as_its_escape() {
+        for (pieces, text, kept) in [
             // The string ends on a high half, or goes on at another path.
-            r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d"}]"#,
-            r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true},
-                {"jsonPath": "$.b", "stringValue": "\ude00"}]"#,
-            r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true},
-                {"jsonPath": "$.a", "stringValue": "y"}]"#,
+            (
+                r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d"}]"#,
+                r#"{"a":"x\ud83d"}"#,
+                3 + 1 + 3,
+            ),
+            (
+                r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true},
+                    {"jsonPath": "$.b", "stringValue": "\ude00"}]"#,
+                r#"{"a":"x\ud83d","b":"\ude00"}"#,
+                3 + 1 + 3 + 3 + 3,
+            ),
+            (
+                r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true},
+                    {"jsonPath": "$.a", "stringValue": "y"}]"#,
+                r#"{"a":"x\ud83dy"}"#,
+                3 + 1 + 3 + 3 + 1,
+            ),
             // A low half with no high half before it.
-            r#"[{"jsonPath": "$.a", "stringValue": "\ude00"}]"#,
-            // A half inside a piece, not at its end.
-            r#"[{"jsonPath": "$.a", "stringValue": "\ud83dx", "willContinue": true}]"#,
+            (
+                r#"[{"jsonPath": "$.a", "stringValue": "\ude00"}]"#,
+                r#"{"a":"\ude00"}"#,
+                3 + 3,
+            ),
+            // A half inside a piece, not at its end, and one in a name.
+            (
+                r#"[{"jsonPath": "$.a", "stringValue": "\ud83dx", "willContinue": true}]"#,
+                r#"{"a":"\ud83dx"}"#,
+                3 + 3 + 1,
+            ),
+            (
+                r#"[{"jsonPath": "$.\udc00", "stringValue": "x"}]"#,
+                r#"{"\udc00":"x"}"#,
+                5 + 1,
+            ),
+        ] {
+            let mut streamed = Streamed::default();
+            assert_eq!(
+                merged(&mut streamed, pieces, None).0,
+                Merge::Done,
+                "{pieces}"
+            );
+            assert_eq!(streamed.text(true), text, "{pieces}");
+            // Counted as Python counts it: a lone surrogate as its three bytes.
+            assert_eq!(streamed.kept, kept, "{pieces}");
+        }
+        // A high half still waiting when the pieces stop: `gemini.rs` settles it at the close.
+        let mut streamed = Streamed::default();
+        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true}]"#;
+        assert_eq!(merged(&mut streamed, pieces, None).0, Merge::Done);
+        assert!(streamed.holds_half());
+        assert_eq!(streamed.settle_half(), Merge::Done);
+        assert_eq!(streamed.text(true), r#"{"a":"x\ud83d"}"#);
+    }
+
+    #[test]
+    fn a_lone_surrogate_beside_a_private_use_character_is_unread() {
+        // U+F0000 stands in for U+D800: with both, the text could not be written back.
+        for pieces in [
+            "[{\"jsonPath\": \"$.a\", \"stringValue\": \"\u{F0000}\"},
+              {\"jsonPath\": \"$.b\", \"stringValue\": \"\\ud800\"}]",
+            r#"[{"jsonPath": "$.b", "stringValue": "\ud800"},
+                {"jsonPath": "$.a", "stringValue": "\udb80\udc00"}]"#,
         ] {
             let mut streamed = Streamed::default();
             assert_eq!(
@@ -870,11 +1158,11 @@ mod tests {
                 "{pieces}"
             );
         }
-        // A high half still waiting when the pieces stop: `gemini.rs` asks at the close.
+        // Alone, it is a character like any other.
         let mut streamed = Streamed::default();
-        let pieces = r#"[{"jsonPath": "$.a", "stringValue": "x\ud83d", "willContinue": true}]"#;
+        let pieces = "[{\"jsonPath\": \"$.a\", \"stringValue\": \"\u{F0000}\"}]";
         assert_eq!(merged(&mut streamed, pieces, None).0, Merge::Done);
-        assert!(streamed.holds_half());
+        assert_eq!(streamed.text(true), "{\"a\":\"\u{F0000}\"}");
     }
 
     #[test]
@@ -917,11 +1205,15 @@ mod tests {
         );
     }
 
+    fn path(text: &str) -> Result<Option<Vec<Step>>, ()> {
+        parse_path(text, &mut 0)
+    }
+
     #[test]
     fn paths_are_read_as_the_adapter_reads_them() {
         let key = |k: &str| Step::Key(k.to_owned());
         assert_eq!(
-            parse_path("$.a['b c'][0][\"d\\\"e\"]['f\\'g']"),
+            path("$.a['b c'][0][\"d\\\"e\"]['f\\'g']"),
             Ok(Some(vec![
                 key("a"),
                 key("b c"),
@@ -930,13 +1222,13 @@ mod tests {
                 key("f'g")
             ]))
         );
-        assert_eq!(parse_path("$"), Ok(Some(vec![])));
-        assert_eq!(parse_path("a.b"), Ok(None));
-        assert_eq!(parse_path("$.a."), Ok(None));
-        assert_eq!(parse_path("$[1"), Ok(None));
-        assert_eq!(parse_path("$['a]"), Ok(None));
-        assert_eq!(parse_path("$[\"a\nb\"]"), Ok(None));
-        assert_eq!(parse_path("$[\"\\ud800\"]"), Err(()));
-        assert_eq!(parse_path("$[\u{661}]"), Err(()));
+        assert_eq!(path("$"), Ok(Some(vec![])));
+        assert_eq!(path("a.b"), Ok(None));
+        assert_eq!(path("$.a."), Ok(None));
+        assert_eq!(path("$[1"), Ok(None));
+        assert_eq!(path("$['a]"), Ok(None));
+        assert_eq!(path("$[\"a\nb\"]"), Ok(None));
+        assert_eq!(path("$[\"\\ud800\"]"), Ok(Some(vec![key("\u{F0000}")])));
+        assert_eq!(path("$[\u{661}]"), Err(()));
     }
 }
