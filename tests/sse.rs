@@ -2021,11 +2021,22 @@ fn gemini_streamed_arguments_cut_or_broken_never_run() {
         let o = run(&gemini_body(&[open, bad], Some("STOP")));
         assert_eq!(o.call(0).error, Some(ErrorKind::MixedArguments), "{bad}");
     }
-    // Values Python reads where this path cannot follow: never a guess.
-    for unread in [
+    // A lone surrogate the model sent, in a value or a path: the call ends as the chunk path
+    // ends it, on what the model wrote, not on the transport.
+    for lone in [
         r#"{"partialArgs":[{"jsonPath":"$.a","stringValue":"\ud800"}]}"#,
         r#"{"partialArgs":[{"jsonPath":"$[\"\\udc00\"]","stringValue":"x"}]}"#,
         r#"{"partialArgs":[{"jsonPath":"$.\udc00","stringValue":"x"}]}"#,
+    ] {
+        let o = run(&gemini_body(
+            &[open, lone, r#"{"name":"g","args":{}}"#],
+            Some("STOP"),
+        ));
+        assert_eq!(o.call(0).error, Some(ErrorKind::LoneSurrogate), "{lone}");
+        ok(o.call(1), "g", "{}");
+    }
+    // Values Python reads where this path cannot follow: never a guess.
+    for unread in [
         "{\"partialArgs\":[{\"jsonPath\":\"$.a[\u{661}]\",\"stringValue\":\"x\"}]}",
         r#"{"partialArgs":[],"args":{"a":1e400}}"#,
     ] {
