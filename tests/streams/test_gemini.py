@@ -1757,3 +1757,49 @@ def test_a_broken_piece_leaves_the_same_text_with_or_without_its_lone_surrogate(
         assert [(e.kind, e.offset) for _, e in raw_asm.drain_errors()] == [
             (e.kind, e.offset) for _, e in dicts_asm.drain_errors()
         ]
+
+
+def _limited_both_ways(
+    chunks: list[dict[str, Any]], limit: int
+) -> tuple[list[Any], list[tuple[int, str, str]]]:
+    """`feed_chunk` and `feed_sse` (byte by byte) under `max_stream_bytes=limit`, progress
+    recorded: checked the same both ways, the calls and progress items of `feed_chunk`."""
+    seen: list[tuple[list[Any], list[tuple[int, str, str]]]] = []
+    for raw in (False, True):
+        progress: list[tuple[int, str, str]] = []
+        asm = Assembler(max_stream_bytes=limit, progress_into=progress)
+        if raw:
+            body = sse_body(chunks, FMT)
+            for i in range(len(body)):
+                asm.feed_sse(body[i : i + 1])
+        else:
+            for chunk in chunks:
+                asm.feed_chunk(chunk)
+        seen.append((asm.finish(), progress))
+    (calls, progress), (raw_calls, raw_progress) = seen
+    assert raw_progress == progress
+    assert [(c.name, c.arguments, c.error and c.error.kind) for c in raw_calls] == [
+        (c.name, c.arguments, c.error and c.error.kind) for c in calls
+    ]
+    return calls, progress
+
+
+def test_args_beside_pieces_past_the_stream_limit_are_not_merged() -> None:
+    # The pieces pass the limit: the response is refused, and the whole `args` sent in the
+    # same part are neither kept nor reported as progress, on either path.
+    chunks = [
+        gemini_chunk(gemini_call("f", willContinue=True)),
+        gemini_chunk(
+            gemini_call(
+                None,
+                {"q": ["x", "y"]},
+                partialArgs=[{"jsonPath": "$.city", "stringValue": "Oslo Oslo Oslo Oslo"}],
+                willContinue=True,
+            )
+        ),
+        gemini_chunk(gemini_call(None)),
+        gemini_chunk(finish="STOP"),
+    ]
+    calls, progress = _limited_both_ways(chunks, 20)
+    assert not any(path.startswith("/q") for _, path, _ in progress)
+    assert [c.error and c.error.kind for c in calls] == ["too_large"]

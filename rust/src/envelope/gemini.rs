@@ -687,7 +687,11 @@ impl Decoder {
                     Some(pieces) => value.merge(pieces, report.as_deref_mut()),
                     None => Merge::Done,
                 };
-                if let (false, Some(raw)) = (merged == Merge::Unread, fc.args) {
+                // Pieces that pass the limit refuse the response: the `args` beside them are not
+                // merged (nor reported as progress), as `feed_chunk` leaves them.
+                let limit = self.keep_limit.unwrap_or(usize::MAX);
+                let passed = value.kept > before && value.kept > limit;
+                if let (false, false, Some(raw)) = (merged == Merge::Unread, passed, fc.args) {
                     merged = value.merge_object(raw, report);
                 }
                 if self.progress && (value.broken || value.silent || merged == Merge::Unread) {
@@ -699,7 +703,7 @@ impl Decoder {
                     // What the call holds must fit beside what the response kept (the raw twin
                     // of the adapter's `_may_hold`); past the limit it is let go.
                     emit(Action::Held(value.kept));
-                    if value.kept > self.keep_limit.unwrap_or(usize::MAX) {
+                    if value.kept > limit {
                         st.over = true;
                         **value = Streamed::default();
                     }
@@ -786,7 +790,43 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::super::tests::Budget;
-    use super::super::Decoder;
+    use super::super::{Action, Decoder};
+
+    /// Decodes `chunks` under a budget of `limit` bytes with progress tracked: the paths of the
+    /// progress items, in order.
+    fn progress_paths(limit: usize, chunks: &[&str]) -> Vec<String> {
+        let mut decoder = Decoder::new();
+        decoder.set_keep_limit(limit);
+        decoder.set_track_progress(true);
+        let mut budget = Budget::new(limit);
+        let mut paths = Vec::new();
+        for chunk in chunks {
+            let mut answer = |action: Action<'_>| {
+                if let Action::Progress { path, .. } = &action {
+                    paths.push((*path).to_owned());
+                }
+                budget.answer(action)
+            };
+            decoder
+                .decode(b"", chunk.as_bytes(), &mut answer)
+                .expect("event");
+        }
+        paths
+    }
+
+    #[test]
+    fn args_beside_pieces_that_pass_the_limit_are_not_merged() {
+        // The pieces (24 bytes kept) pass the limit of 20: the response is refused, and the
+        // whole `args` in the same part are neither merged nor reported, as `feed_chunk` does.
+        let paths = progress_paths(
+            20,
+            &[
+                r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","willContinue":true}}]}}]}"#,
+                r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.city","stringValue":"Oslo Oslo Oslo Oslo"}],"args":{"q":"x"},"willContinue":true}}]}}]}"#,
+            ],
+        );
+        assert!(!paths.iter().any(|p| p == "/q"), "{paths:?}");
+    }
 
     #[test]
     fn whole_calls_are_not_kept_by_id_once_the_response_is_refused() {
