@@ -1505,6 +1505,23 @@ def test_a_whole_number_in_a_string_is_read_as_the_same_number_sent_bare(number:
     assert [(c.rule, c.path) for c in quoted.coercions] == [("number_string", "/units")]
 
 
+class _Level(BaseModel):
+    value: int | float
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1e-400", "1e" + "9" * 5000])
+def test_a_number_in_a_string_a_union_cannot_hold_is_told_why_as_sent_bare(number: str) -> None:
+    # `1e400` for an `int | float` had the float-range advice, `"1e400"` a type error with no
+    # hint: every branch refused it, and the refusals were dropped.
+    toolset = Toolset([_Level])
+    quoted = toolset.validate(call("level", f'{{"value": "{number}"}}'))
+    bare = toolset.validate(call("level", f'{{"value": {number}}}'))
+    assert not quoted.ok and quoted.retryable
+    (error,) = quoted.errors
+    assert error.path == "/value" and error.hint is not None and "too large" in error.hint
+    assert (error.expected, error.hint) == (bare.errors[0].expected, bare.errors[0].hint)
+
+
 @pytest.mark.parametrize(
     ("number", "advice"),
     [
