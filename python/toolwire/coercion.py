@@ -59,7 +59,8 @@ A JSON number that a float field would read as infinity (or, non-zero, as zero) 
 `out_of_range` whatever the rule set: no coercion could keep it. Likewise a number with a
 fraction that a float reads as a whole one (`5.0000000000000001` is 5.0) is refused for an
 integer field as `fractional_integer`: it is no integer, and the reading that makes it one
-rounds what the model wrote.
+rounds what the model wrote. Any other fraction there (`2.5`) is left to validation, whose
+type error gives the same advice.
 
 A member an object names by a `patternProperties` pattern (a Pydantic `dict` whose keys are
 constrained, a plain tool's map) is read by the rules as a property is, toward that pattern's
