@@ -1505,6 +1505,58 @@ def test_a_whole_number_in_a_string_is_read_as_the_same_number_sent_bare(number:
     assert [(c.rule, c.path) for c in quoted.coercions] == [("number_string", "/units")]
 
 
+class _Tally(BaseModel):
+    units: int
+    spare: int | None = None
+    share: int | float = 0
+
+
+@pytest.mark.parametrize("number", ["2.5", "2.5e0", "25e-1", "-0.5"])
+@pytest.mark.parametrize("field", ["units", "spare"])
+def test_a_fraction_for_an_integer_is_told_why_sent_bare_or_quoted(number: str, field: str) -> None:
+    # `"2.5e0"` had the "whole number" advice and `2.5e0` a type error with no hint.
+    toolset = Toolset([_Tally])
+    rest = "" if field == "units" else '"units": 1, '
+    errors: list[tuple[str | None, str | None]] = []
+    for written in (number, f'"{number}"'):
+        outcome = toolset.validate(call("tally", f'{{{rest}"{field}": {written}}}'))
+        assert not outcome.ok and outcome.retryable
+        (error,) = outcome.errors
+        assert error.path == f"/{field}" and error.hint is not None
+        assert "whole number" in error.hint
+        errors.append((error.expected, error.hint))
+    assert errors[0] == errors[1]
+
+
+def test_a_plain_tools_integer_given_a_fraction_is_told_why() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    tools = Toolset([{"name": "plain", "parameters": schema}])
+    (error,) = tools.validate(call("plain", '{"n": 2.5e0}')).errors
+    assert error.hint is not None and "whole number" in error.hint
+
+
+def test_a_fraction_where_a_number_goes_too_is_taken() -> None:
+    outcome = Toolset([_Tally]).validate(call("tally", '{"units": 1, "share": 2.5e0}'))
+    assert outcome.ok and outcome.model == _Tally(units=1, share=2.5)
+
+
+class _Level(BaseModel):
+    value: int | float
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1e-400", "1e" + "9" * 5000])
+def test_a_number_in_a_string_a_union_cannot_hold_is_told_why_as_sent_bare(number: str) -> None:
+    # `1e400` for an `int | float` had the float-range advice, `"1e400"` a type error with no
+    # hint: every branch refused it, and the refusals were dropped.
+    toolset = Toolset([_Level])
+    quoted = toolset.validate(call("level", f'{{"value": "{number}"}}'))
+    bare = toolset.validate(call("level", f'{{"value": {number}}}'))
+    assert not quoted.ok and quoted.retryable
+    (error,) = quoted.errors
+    assert error.path == "/value" and error.hint is not None and "too large" in error.hint
+    assert (error.expected, error.hint) == (bare.errors[0].expected, bare.errors[0].hint)
+
+
 @pytest.mark.parametrize(
     ("number", "advice"),
     [

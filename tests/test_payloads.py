@@ -377,6 +377,28 @@ def test_results_are_written_the_same_whatever_the_python_type(
     assert json.loads(content_of(message)) == sent
 
 
+@pytest.mark.parametrize(
+    ("result", "sent"),
+    [
+        # Written, then written again re-spelt: the second read found the iterators spent.
+        ({"rows": iter([1, 2]), "x": Decimal("NaN")}, {"rows": [1, 2], "x": None}),
+        ({None: 0, "rows": (r for r in "ab")}, {"null": 0, "rows": ["a", "b"]}),
+        ([map(str, [1, 2]), {"n": [iter([Decimal("Infinity")])]}], [["1", "2"], {"n": [[None]]}]),
+    ],
+)
+def test_a_result_holding_iterators_is_read_once(result: object, sent: object) -> None:
+    (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [result])
+    assert json.loads(content_of(message)) == sent
+
+
+def test_the_executor_reads_a_result_holding_iterators_once() -> None:
+    assert jsonable_result({"rows": iter([1, 2]), "x": Decimal("NaN")}) == {
+        "rows": [1, 2],
+        "x": None,
+    }
+    assert jsonable_result({None: iter([3])}) == {"null": [3]}
+
+
 def test_a_range_is_a_sequence_for_the_executor_too() -> None:
     assert jsonable_result(range(2)) == [0, 1]
     assert jsonable_result({"x": Decimal("NaN"), None: range(1)}) == {"x": None, "null": [0]}

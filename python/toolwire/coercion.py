@@ -14,7 +14,7 @@ Rules (names are stable; `SAFE_RULES` is the default set):
   field, whose own form is such text, only white space around it is, `" 19.99"`). A string
   is read as the same number sent bare is: `"1e3"` and `"30.0"` are 1000 and 30 for an
   integer field, as `1e3` and `30.0` are, and `"1e400"` is refused as out of range, as
-  `1e400` is.
+  `1e400` is, for an integer, a number or a union of both alike.
 * `integral_number`: `30.0` → `30` for integer fields.
 * `bool_string`: `"true"` / `"false"` (any case) → boolean.
 * `json_string`: a string holding a JSON array or object where one is expected (JSON by the
@@ -59,7 +59,8 @@ A JSON number that a float field would read as infinity (or, non-zero, as zero) 
 `out_of_range` whatever the rule set: no coercion could keep it. Likewise a number with a
 fraction that a float reads as a whole one (`5.0000000000000001` is 5.0) is refused for an
 integer field as `fractional_integer`: it is no integer, and the reading that makes it one
-rounds what the model wrote.
+rounds what the model wrote. Any other fraction there (`2.5`) is left to validation, whose
+type error gives the same advice.
 
 A member an object names by a `patternProperties` pattern (a Pydantic `dict` whose keys are
 constrained, a plain tool's map) is read by the rules as a property is, toward that pattern's
@@ -1315,10 +1316,17 @@ class _Coercer:
         outcomes: dict[str, tuple[Any, list[Coercion]]] = {}
         unseen: list[CoercionProblem] = []
         refused: list[tuple[Any, _Coercer]] = []
+        # Refusals of the value itself as past a float's range, by the numeric branches.
+        beyond: list[CoercionProblem] = []
+        here = pointer(path)
         for branch in resolved:
             if _types(branch) == {"null"}:
                 continue
             result, trial = self.trial(value, branch, path, rules)
+            if _types(branch) & {"number", "integer"}:
+                beyond.extend(
+                    [p for p in trial.problems if p.code == "out_of_range" and p.path == here][:1]
+                )
             if trial.coercions and _matches(result, branch):
                 if not trial.problems:
                     outcomes.setdefault(dumps_exact(result), (result, trial.coercions))
@@ -1346,6 +1354,11 @@ class _Coercer:
             self.coercions.extend(trial.coercions)
             self.problems.extend(trial.problems)
             return result
+        elif beyond:
+            # A number in a string (`"1e400"`, `"1e-400"` for an `int | float`) a numeric
+            # branch reads past a float's range, and no branch takes: refused as the same
+            # number sent bare is (`walk_branches`), not as a type.
+            self.problems.append(beyond[0])
         elif unseen:
             # No branch takes the value, and strict Pydantic would let it into one anyway
             # (`2.0000000000000001` into `Optional[IntEnum]`): the branch's refusal stands.

@@ -24,7 +24,7 @@ import math
 import re
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -1125,6 +1125,41 @@ def _json_spelt_inside(value: object, seen: set[int]) -> object:
     return value
 
 
+def _read_once(value: object) -> object:
+    """`value` with every iterator and generator in its lists, tuples, sets and mappings read
+    into a list, as the writer would make an array of it: a result may be written more than
+    once (re-spelt, or by the slower path), and a second read of an iterator finds it spent.
+    Containers are rebuilt only where something changed; a cycle is left for the writer."""
+    try:
+        return _read_once_in(value, set())
+    except RecursionError:  # nested past Python's stack: the writer refuses it anyway
+        return value
+
+
+def _read_once_in(value: object, seen: set[int]) -> object:
+    if type(value) in _LEAVES or id(value) in seen:
+        return value
+    if isinstance(value, Iterator):
+        return [_read_once_in(item, seen) for item in cast(Iterator[object], value)]
+    if not isinstance(value, (Mapping, list, tuple, set, frozenset)):
+        return value
+    key_of = id(cast(object, value))
+    seen.add(key_of)
+    try:
+        if isinstance(value, Mapping):
+            mapping = cast(Mapping[object, object], value)
+            items = [(key, _read_once_in(item, seen)) for key, item in mapping.items()]
+            if all(new is old for (_, new), old in zip(items, mapping.values(), strict=True)):
+                return mapping
+            return dict(items)
+        members = list(cast(Sequence[object], value))
+        read = [_read_once_in(item, seen) for item in members]
+        changed = any(new is not old for new, old in zip(read, members, strict=True))
+        return read if changed else cast(object, value)
+    finally:
+        seen.discard(key_of)
+
+
 def _json_key(key: object) -> object:
     """The text JSON writes for a mapping key (pydantic-core's: `1` as `"1"`, `True` as
     `"true"`); a key it cannot write gets a marker equal to no other."""
@@ -1213,6 +1248,7 @@ def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_
             limit, two keys of one mapping that are one JSON key (`1` and `"1"`)...
     """
 
+    result = _read_once(result)
     written = _with_ranges(fallback)
 
     def leaf(value: Any) -> Any:
@@ -1273,6 +1309,7 @@ def result_content(result: object) -> str:
     """
     if isinstance(result, str):
         return sendable_text(result)
+    result = _read_once(result)
     try:
         text = pydantic_core.to_json(result, fallback=no_json_form)
     except Exception:

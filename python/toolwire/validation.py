@@ -2281,6 +2281,7 @@ class _ErrorBuilder:
                 out.append(draft)
                 continue
             error = draft.error
+            hint: str | None = None
             if (
                 error.hint is None
                 and error.got is not None
@@ -2298,11 +2299,29 @@ class _ErrorBuilder:
                 read = self._rounded_past_bound(error, found)
                 if read is not None:
                     hint = text("hint.float_digits", self.lang, read=read)
+                elif self._fraction_for_integer(error, found):
+                    # As `"2.5"` is told by coercion (`fractional_integer`): do not round.
+                    hint = text("hint.fractional_integer", self.lang)
+                if hint is not None:
                     hinted = dataclasses.replace(error, hint=hint)
                     out.append(cast(_E, dataclasses.replace(draft, error=hinted)))
                     continue
             out.append(draft)
         return out
+
+    def _fraction_for_integer(self, error: FieldError, found: Any) -> bool:
+        """Whether a type error shows a number with a fraction (`2.5`, `2.5e0`), as written,
+        where only an integer goes (beside null at most)."""
+        if error.code != "type" or not isinstance(found, Decimal) or error.got != shown(found):
+            return False
+        if not found.is_finite() or found == found.to_integral_value():
+            return False
+        node = self.schema.locate(_split(error.path)).node
+        kinds: set[str] = set()
+        for rule in [node, *self.schema.branches(node)]:
+            kind = rule.get("type")
+            kinds.update([kind] if isinstance(kind, str) else map(str, _l(kind)))
+        return "integer" in kinds and kinds <= {"integer", "null"}
 
     def _rounded_past_bound(self, error: FieldError, found: Any) -> str | None:
         """The float a `range` error's number is read as, when the number as written is
