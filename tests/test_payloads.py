@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -384,6 +385,12 @@ def test_results_are_written_the_same_whatever_the_python_type(
         ({"rows": iter([1, 2]), "x": Decimal("NaN")}, {"rows": [1, 2], "x": None}),
         ({None: 0, "rows": (r for r in "ab")}, {"null": 0, "rows": ["a", "b"]}),
         ([map(str, [1, 2]), {"n": [iter([Decimal("Infinity")])]}], [["1", "2"], {"n": [[None]]}]),
+        # Deep, beside values of many kinds, and under a mapping that is no dict.
+        (
+            {"a": ({"b": OrderedDict(c=iter([1]))}, [1, "x", None]), "x": Decimal("NaN")},
+            {"a": [{"b": {"c": [1]}}, [1, "x", None]], "x": None},
+        ),
+        ([[[[[[(n for n in [7])]]]]], {"x": Decimal("NaN")}], [[[[[[[7]]]]]], {"x": None}]),
     ],
 )
 def test_a_result_holding_iterators_is_read_once(result: object, sent: object) -> None:

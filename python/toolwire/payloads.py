@@ -24,7 +24,8 @@ import math
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -1130,10 +1131,49 @@ def _read_once(value: object) -> object:
     into a list, as the writer would make an array of it: a result may be written more than
     once (re-spelt, or by the slower path), and a second read of an iterator finds it spent.
     Containers are rebuilt only where something changed; a cycle is left for the writer."""
+    if not _holds_iterator(value):
+        return value
     try:
         return _read_once_in(value, set())
     except RecursionError:  # nested past Python's stack: the writer refuses it anyway
         return value
+
+
+# How deep, and over how many values, `_holds_iterator` looks before it leaves the question to
+# the walk that rebuilds (which also stops at a cycle).
+_SCAN_LEVELS = 64
+_SCAN_VALUES = 1_000_000
+
+
+def _holds_iterator(value: object) -> bool:
+    """Whether `value` may hold an iterator in its lists, tuples, sets and mappings: read one
+    level of nesting at a time, with the per-value work in C (`map`, `chain`, `set`), and the
+    per-container work by type. A Python call per value, as the rebuilding walk makes, tripled
+    the cost of writing a 20 KB result that holds none, which is nearly every result."""
+    level: list[object] = [value]
+    budget = _SCAN_VALUES
+    for _ in range(_SCAN_LEVELS):
+        if not level:
+            return False
+        kinds = set(map(type, level))
+        children: list[object] = []
+        for kind in kinds:
+            if issubclass(kind, Iterator):
+                return True
+            members = level if len(kinds) == 1 else [v for v in level if type(v) is kind]
+            if issubclass(kind, Mapping):
+                # The type's own `values` (dict's is C), not `Mapping.values`, a Python view.
+                values: Callable[[object], Iterable[object]] = cast(Any, kind).values
+                children.extend(chain.from_iterable(map(values, members)))
+            elif issubclass(kind, (list, tuple, set, frozenset)):
+                children.extend(chain.from_iterable(cast("list[Iterable[object]]", members)))
+        budget -= len(children)
+        if budget < 0:
+            return True
+        if set(map(type, children)) <= _LEAVES:
+            return False
+        level = [child for child in children if type(child) not in _LEAVES]
+    return True
 
 
 def _read_once_in(value: object, seen: set[int]) -> object:
