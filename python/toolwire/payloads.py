@@ -1287,8 +1287,12 @@ def jsonable_result(result: object, *, fallback: Callable[[Any], Any] = no_json_
             form, a reference cycle, bytes that are not UTF-8, an integer past CPython's digit
             limit, two keys of one mapping that are one JSON key (`1` and `"1"`)...
     """
+    return _jsonable(_read_once(result), fallback)
 
-    result = _read_once(result)
+
+def _jsonable(result: object, fallback: Callable[[Any], Any] = no_json_form) -> Any:
+    """`jsonable_result` of a result whose iterators were already read (`_read_once`), as
+    `result_content`'s slower paths hand it over: it is not scanned for them again."""
     written = _with_ranges(fallback)
 
     def leaf(value: Any) -> Any:
@@ -1355,7 +1359,7 @@ def result_content(result: object) -> str:
     except Exception:
         # pydantic-core refuses a lone surrogate; the standard encoder escapes it. Anything
         # it cannot write either is raised to the caller.
-        return compact_json(jsonable_result(result))
+        return compact_json(_jsonable(result))
     _check_keys(result)
     if b"NaN" in text or b"Infinity" in text or b'"None":' in text:
         # Rare, and may also be inside a string: a NaN float or `Decimal`, a `None` key.
@@ -1366,20 +1370,20 @@ def result_content(result: object) -> str:
     # the slower path.
     limit = sys.get_int_max_str_digits()
     if limit and re.search(rb"\d{%d}" % (limit + 1), text):
-        return compact_json(jsonable_result(result))
+        return compact_json(_jsonable(result))
     return text.decode()
 
 
 def _respelt(result: object, text: bytes) -> str:
     """`result_content` of a result pydantic-core wrote as `text` with what JSON reads
     otherwise (NaN, infinities, a `None` key): from `text` itself where only floats are at
-    fault, since writing `result` again would find its iterators and generators spent."""
+    fault, which spares writing `result` a second time."""
     try:
         spelt = _json_spelt(result, set())
     except RecursionError:  # nested past Python's stack: as pydantic-core wrote it
         spelt = result
     if spelt is not result:  # its keys were checked as returned (a `None` beside a `"null"`)
-        return compact_json(jsonable_result(spelt))
+        return compact_json(_jsonable(spelt))
     plain = finite_json(json.loads(text))
     json.dumps(plain, allow_nan=False)  # what is still unwritable raises here
     return compact_json(plain)
