@@ -112,6 +112,14 @@ fn reasoning_block(py: Python<'_>, block: Reasoning) -> PyResult<Bound<'_, PyAny
             )?;
             dict.set_item(pyo3::intern!(py, "reasoningContent"), content)?;
         }
+        Reasoning::ConverseImage { format, data } => {
+            let source = PyDict::new(py);
+            source.set_item(pyo3::intern!(py, "bytes"), PyBytes::new(py, &data))?;
+            let image = PyDict::new(py);
+            image.set_item(pyo3::intern!(py, "format"), format)?;
+            image.set_item(pyo3::intern!(py, "source"), source)?;
+            dict.set_item(pyo3::intern!(py, "image"), image)?;
+        }
     }
     Ok(dict.into_any())
 }
@@ -3370,6 +3378,18 @@ impl PyAssembler {
                 text: text.to_owned(),
                 signature: signature.map(str::to_owned),
             },
+        };
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
+    }
+
+    /// Keeps a Bedrock `image` block `feed_chunk` read whole, in its place among the reasoning
+    /// blocks, its bytes already counted (`_keep_text`: its `format`, then its data).
+    #[pyo3(signature = (format, data, /))]
+    fn _keep_converse_image(slf: &Bound<'_, Self>, format: &str, data: &[u8]) -> PyResult<()> {
+        let block = Reasoning::ConverseImage {
+            format: format.to_owned(),
+            data: data.to_vec(),
         };
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
         this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))

@@ -173,6 +173,11 @@ class Sink(Protocol):
         its `reasoningText`, or with `redacted` its `redactedContent`."""
         ...
 
+    def _keep_converse_image(self, format: str, data: bytes, /) -> None:
+        """Keeps a Bedrock `image` block that stopped, in its place among the reasoning
+        blocks, its bytes already counted: its `format`, then its data."""
+        ...
+
     def _drop_reasoning(self) -> None:
         """Lets go of the reasoning item kept last, its bytes given back: the item after it is
         not one the next turn sends."""

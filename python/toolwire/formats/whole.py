@@ -162,7 +162,8 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[dict[str, Any]]:
     """`messageStart`, each content block as its deltas (a tool block started first, its whole
-    `input` as one fragment, none for an empty one) and its stop, then `messageStop` with the
+    `input` as one fragment, none for an empty one; an image started with its format, its
+    source one delta) and its stop, then `messageStop` with the
     stop reason and `metadata` with the usage, as ConverseStream sends them."""
     events: list[dict[str, Any]] = [{"messageStart": {"role": message.get("role", "assistant")}}]
     for index, block in enumerate(_list(message.get("content"))):
@@ -171,6 +172,7 @@ def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[
         fields = cast("dict[str, Any]", block)
         deltas: list[dict[str, Any]] = []
         tool, reasoning = fields.get("toolUse"), fields.get("reasoningContent")
+        image = fields.get("image")
         if isinstance(tool, dict):
             start = {k: v for k, v in cast("dict[str, Any]", tool).items() if k != "input"}
             events.append(
@@ -195,8 +197,16 @@ def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[
             elif "redactedContent" in content:
                 redacted = content["redactedContent"]
                 deltas.append({"reasoningContent": {"redactedContent": redacted}})
+        elif isinstance(image, dict):
+            # The model's image: its format at its start, its source (and error) as a delta.
+            shown = cast("dict[str, Any]", image)
+            start = {"format": shown.get("format")}
+            events.append(
+                {"contentBlockStart": {"start": {"image": start}, "contentBlockIndex": index}}
+            )
+            deltas.append({"image": {k: v for k, v in shown.items() if k in ("source", "error")}})
         else:
-            # An image, a document, a tool result: no call and no text of the turn.
+            # A document, a tool result: no call and no text of the turn.
             continue
         events += [
             {"contentBlockDelta": {"delta": delta, "contentBlockIndex": index}} for delta in deltas
