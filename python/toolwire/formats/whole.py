@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from toolwire.formats._fields import get, plain
 
-__all__ = ["is_json_media", "unread_json_answer", "whole_response_events"]
+__all__ = ["aws_error_event", "is_json_media", "unread_json_answer", "whole_response_events"]
 
 # The statuses of a `Response` that has finished, each the type of the event that ends it.
 _FINISHED = frozenset(("completed", "incomplete", "failed", "cancelled"))
@@ -43,6 +43,21 @@ def whole_response_events(chunk: object) -> list[dict[str, Any]] | None:
         if isinstance(message, dict):
             return _converse_events(response, cast("dict[str, Any]", message))
     return None
+
+
+# The members of AWS's JSON error shape, as botocore reads an error body.
+_AWS_ERROR = frozenset(("message", "Message", "__type", "code", "Code"))
+
+
+def aws_error_event(document: object) -> dict[str, Any] | None:
+    """The error event AWS's JSON error shape (`{"message": ...}`, its type beside it) stands
+    for, which a gateway in front of a model (Bedrock, API Gateway) may answer with status 200:
+    the provider's error, as the raw SSE path reads it; None for any other document."""
+    if not isinstance(document, dict):
+        return None
+    fields = cast("dict[object, object]", document)
+    said = isinstance(fields.get("message"), str) or isinstance(fields.get("Message"), str)
+    return {"error": document} if said and _AWS_ERROR.issuperset(fields) else None
 
 
 def is_json_media(content_type: object) -> bool:
