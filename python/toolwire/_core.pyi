@@ -740,6 +740,12 @@ class Assembler:
     def usage(self) -> dict[str, Any] | None:
         """The last usage object seen on the raw SSE path."""
     @property
+    def container(self) -> str | None:
+        """The id of the code-execution container the response ran in, on the raw SSE path
+        (Anthropic's `container`, on `message_start`'s message or `message_delta`'s delta, the
+        last one named; `feed_chunk` tells it as `ChunkInfo.container`): continue a
+        `pause_turn` with `container=` this id. None when the stream named none."""
+    @property
     def reasoning(self) -> list[dict[str, Any]]:
         """The reasoning the next request must send back with the turn's tool calls
         (`assistant_turn(..., reasoning=...)`), on every path of its format, in output order,

@@ -271,6 +271,7 @@ class _Driver:
         "assembler",
         "calls",
         "completed",
+        "container",
         "done",
         "ending",
         "finish_reason",
@@ -305,6 +306,7 @@ class _Driver:
         self.text_parts: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.container: str | None = None
         self.reasoning: list[dict[str, Any]] = []
         self.text_places: list[list[int | str]] | None = None
         self.calls: list[ToolCall] = []
@@ -334,6 +336,8 @@ class _Driver:
             self.finish_reason = info.finish_reason
         if info.usage is not None:
             self.usage = info.usage
+        if info.container is not None:
+            self.container = info.container
         self._drain_progress(out)
         self._drain_errors(out)
         return out
@@ -412,7 +416,14 @@ class _Driver:
             self.completed += 1
         reasoning = tuple(self.reasoning)
         out.append(
-            StreamEnded(self.finish_reason, self.usage, tuple(calls), reasoning, self.text_places)
+            StreamEnded(
+                self.finish_reason,
+                self.usage,
+                tuple(calls),
+                reasoning,
+                self.text_places,
+                self.container,
+            )
         )
         self.ending = None
         return out
@@ -1069,6 +1080,13 @@ class _StreamBase(LiveState):
     def usage(self) -> dict[str, Any] | None:
         """Token usage as a plain dict, if the provider sent it."""
         return self._driver.usage
+
+    @property
+    def container(self) -> str | None:
+        """The id of the code-execution container the response runs in (Anthropic's
+        `container`), `None` until the stream names one: continue a `pause_turn` with
+        `container=stream.container`."""
+        return self._driver.container
 
     @property
     def format(self) -> WireFormat | None:

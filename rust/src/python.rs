@@ -3291,6 +3291,17 @@ impl PyAssembler {
         json_loads(py, usage)
     }
 
+    /// The id of the code-execution container the response ran in, on the raw SSE path.
+    #[getter]
+    fn container(slf: &Bound<'_, Self>) -> PyResult<Option<String>> {
+        Ok(slf
+            .try_borrow()
+            .map_err(in_use)?
+            .decoder
+            .container()
+            .map(str::to_owned))
+    }
+
     /// The reasoning blocks that ended whole, as the provider takes them back, in output
     /// order: Anthropic `thinking` / `redacted_thinking` block dicts and server block dicts,
     /// Responses `reasoning` and hosted item dicts, Bedrock `reasoningContent` block dicts.
