@@ -3265,3 +3265,45 @@ fn responses_messages_and_gemini_text_keep_their_places_among_the_calls() {
         assert_eq!(o, run_chunks(body.as_bytes().chunks(1)));
     }
 }
+
+/// A `pause_turn` after a code-execution server tool: the next request continues the turn in
+/// the same container, so its id must come out of the stream.
+fn container_of(events: &[(&str, &str)]) -> Option<String> {
+    let config = AssemblerConfig::default();
+    let mut decoder =
+        StreamDecoder::new(Assembler::new(config).unwrap_or_else(|e| panic!("{e:?}")));
+    let body = anthropic_body(events);
+    for piece in body.chunks(7) {
+        decoder.push(piece).unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    let _ = decoder.finish();
+    assert!(decoder.errors().is_empty(), "{:?}", decoder.errors());
+    decoder.container().map(str::to_owned)
+}
+
+#[test]
+fn anthropic_container_id_is_kept_for_the_turn_that_continues() {
+    let start = r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude","stop_reason":null,"container":null,"usage":{"input_tokens":5}}}"#;
+    let paused = r#"{"type":"message_delta","delta":{"stop_reason":"pause_turn","container":{"id":"container_011CT","expires_at":"2026-12-07T23:00:00Z"}},"usage":{"output_tokens":3}}"#;
+    let stop = ("message_stop", r#"{"type":"message_stop"}"#);
+    assert_eq!(
+        container_of(&[("message_start", start), ("message_delta", paused), stop]).as_deref(),
+        Some("container_011CT")
+    );
+    // Named by the message itself (a whole `Message`, or a proxy that sends it at the start),
+    // and not forgotten by a `message_delta` that names none.
+    let named = start.replace(r#""container":null"#, r#""container":{"id":"container_2"}"#);
+    let plain = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","container":null}}"#;
+    let events = [
+        ("message_start", named.as_str()),
+        ("message_delta", plain),
+        stop,
+    ];
+    assert_eq!(container_of(&events).as_deref(), Some("container_2"));
+    // None named, or one of another shape: none, and the rest of the event is still read.
+    let odd = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","container":{"id":7}}}"#;
+    assert_eq!(
+        container_of(&[("message_start", start), ("message_delta", odd), stop]),
+        None
+    );
+}

@@ -740,6 +740,12 @@ class Assembler:
     def usage(self) -> dict[str, Any] | None:
         """The last usage object seen on the raw SSE path."""
     @property
+    def container(self) -> str | None:
+        """The id of the code-execution container the response ran in, on the raw SSE path
+        (Anthropic's `container`, on `message_start`'s message or `message_delta`'s delta, the
+        last one named; `feed_chunk` tells it as `ChunkInfo.container`): continue a
+        `pause_turn` with `container=` this id. None when the stream named none."""
+    @property
     def reasoning(self) -> list[dict[str, Any]]:
         """The reasoning the next request must send back with the turn's tool calls
         (`assistant_turn(..., reasoning=...)`), on every path of its format, in output order,
@@ -780,7 +786,12 @@ class Assembler:
         - Bedrock Converse (`feed_chunk`): each `reasoningContent` block that stopped, as
           `{"reasoningContent": {"reasoningText": {"text": ..., "signature": ...}}}` (no
           `signature` when the model signs none) or `{"reasoningContent": {"redactedContent":
-          bytes}}`; one cut off is left out.
+          bytes}}`; one cut off is left out. With them, in block order, each server tool's
+          block that stopped (`toolUse` of `type` `server_tool_use`, `toolResult`) and each
+          `image` block the model wrote that stopped whole, as `{"image": {"format": ...,
+          "source": {"bytes": bytes}}}` (its `bytes` deltas joined; an `s3Location` source
+          as sent): the next turn sends it back in its place. An image whose delta says
+          `error`, or that never stopped, is left out.
 
         Their bytes count toward `max_stream_bytes` as assistant text does, a block's from its
         first delta; a response past the limit keeps nothing that had not ended by then. A
@@ -867,6 +878,13 @@ class Assembler:
         """Keeps a Bedrock `reasoningContent` block `feed_chunk` read whole, its bytes already
         counted (`_keep_text`): its `reasoningText` (`text`, `signature`), or with `redacted` its
         `redactedContent`.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _keep_converse_image(self, format: str, data: bytes, /) -> None:
+        """Keeps a Bedrock `image` block `feed_chunk` read whole, in its place among the
+        reasoning blocks, its bytes already counted (`_keep_text`: its `format`, then its data).
 
         Raises:
             MisuseError: After `finish`.

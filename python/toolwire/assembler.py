@@ -336,6 +336,7 @@ def _merged(infos: list[ChunkInfo]) -> ChunkInfo:
         merged.malformed = merged.malformed or info.malformed
         merged.finish_reason = info.finish_reason or merged.finish_reason
         merged.usage = merged.usage if info.usage is None else info.usage
+        merged.container = info.container or merged.container
         merged.error = merged.error if info.error is None else info.error
         merged.arguments_mismatch = info.arguments_mismatch or merged.arguments_mismatch
     return merged

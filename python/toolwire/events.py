@@ -123,6 +123,10 @@ class StreamEnded(StreamEvent):
         text_places: Where each text block of a turn with no call began
             (`Assembler.text_places`), to send the text back in its blocks and places
             (`assistant_turn(..., text_places=...)`); `None` with calls, which carry them.
+        container: The id of the code-execution container the response ran in (Anthropic's
+            `container`, the last one the stream named), or `None`. A turn that stopped with
+            `pause_turn` is continued by sending it back as it is, with `container=` this id,
+            so that the code goes on with its files and state.
     """
 
     finish_reason: str | None
@@ -130,6 +134,7 @@ class StreamEnded(StreamEvent):
     calls: tuple[ToolCall, ...]
     reasoning: tuple[dict[str, Any], ...] = ()
     text_places: list[list[int | str]] | None = None
+    container: str | None = None
 
 
 Event: TypeAlias = (

@@ -1975,8 +1975,8 @@ def assistant_turn(
     `StreamEnded.reasoning`): Anthropic's thinking blocks (an extended-thinking turn with tools
     is refused without them) and server blocks (a server tool's call, `server_tool_use`, and
     its result, which Anthropic ran: no result answers them) and Bedrock's `reasoningContent`
-    blocks and server tool blocks (`toolUse` of `type` `server_tool_use`, and `toolResult`)
-    go back where they came,
+    blocks, server tool blocks (`toolUse` of `type` `server_tool_use`, and `toolResult`) and
+    the `image` blocks the model wrote go back where they came,
     as the API wants the message echoed: each call after the blocks that came before it
     (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
     puts blocks between the calls), blocks after the last call at the end; with calls that
@@ -2035,8 +2035,8 @@ def assistant_turn(
         reasoning: The turn's reasoning (`Assembler.reasoning`), sent where the APIs require
             it: with `style="anthropic"` its `thinking` and `redacted_thinking` blocks and its
             server blocks (`server_tool_use`, `web_search_tool_result`...) and with
-            `"bedrock-converse"` its `reasoningContent` and server tool blocks in their
-            places among the calls (first, before the text and the calls, when no call says
+            `"bedrock-converse"` its `reasoningContent`, server tool and `image` blocks in
+            their places among the calls (first, before the text and the calls, when no call says
             its place);
             with `"openai-responses"` its `reasoning` items each right before the item that
             followed it in the output, and its hosted items in their places.
@@ -2466,7 +2466,8 @@ def _sent_name(call: _SentCall) -> str:
 _REASONING_KINDS: dict[str, tuple[str, ...]] = {
     "anthropic": ("thinking", "redacted_thinking"),
     "openai-responses": ("reasoning",),
-    "bedrock-converse": ("reasoningContent",),
+    # Bedrock: with the model's `image` blocks, which go back in their places as reasoning does.
+    "bedrock-converse": ("reasoningContent", "image"),
 }
 # The Anthropic blocks a turn makes itself (from the text and the calls), the result blocks,
 # which go in the next user message, and the Responses `reasoning` item (Anthropic's is

@@ -69,7 +69,7 @@ from toolwire.events import (
 )
 from toolwire.formats import detect_format, is_error_event
 from toolwire.formats._types import stop_open_calls
-from toolwire.formats.whole import is_json_media, whole_response_events
+from toolwire.formats.whole import aws_error_event, is_json_media, whole_response_events
 from toolwire.toolset import internal_error
 from toolwire.validation import Outcome
 
@@ -271,6 +271,7 @@ class _Driver:
         "assembler",
         "calls",
         "completed",
+        "container",
         "done",
         "ending",
         "finish_reason",
@@ -305,6 +306,7 @@ class _Driver:
         self.text_parts: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.container: str | None = None
         self.reasoning: list[dict[str, Any]] = []
         self.text_places: list[list[int | str]] | None = None
         self.calls: list[ToolCall] = []
@@ -334,6 +336,8 @@ class _Driver:
             self.finish_reason = info.finish_reason
         if info.usage is not None:
             self.usage = info.usage
+        if info.container is not None:
+            self.container = info.container
         self._drain_progress(out)
         self._drain_errors(out)
         return out
@@ -412,7 +416,14 @@ class _Driver:
             self.completed += 1
         reasoning = tuple(self.reasoning)
         out.append(
-            StreamEnded(self.finish_reason, self.usage, tuple(calls), reasoning, self.text_places)
+            StreamEnded(
+                self.finish_reason,
+                self.usage,
+                tuple(calls),
+                reasoning,
+                self.text_places,
+                self.container,
+            )
         )
         self.ending = None
         return out
@@ -532,15 +543,72 @@ def _json_answer(source: object) -> Any:
         response = getattr(source, "response", None)
     elif _sdk_instance(source, _EVENT_STREAMS) is not None:
         response = getattr(source, "_raw_stream", None)
+        if not _labelled_json(response):
+            return _json_under_event_stream(source, response)
     else:
         return None
+    return response if _labelled_json(response) else None
+
+
+def _labelled_json(response: object) -> bool:
+    """Whether an HTTP response's `content-type` names JSON."""
     headers: object = getattr(response, "headers", None)
     kind = (
         cast("Mapping[str, object]", headers).get("content-type")
         if isinstance(headers, Mapping)
         else None
     )
-    return response if is_json_media(kind) else None
+    return is_json_media(kind)
+
+
+# The bytes a JSON document may start with: white space, a byte order mark's first, `{`, `[`.
+_JSON_OPENERS = frozenset(b" \t\r\n\xef{[")
+
+
+class _ReadAhead:
+    """urllib3's response under boto3's `EventStream` (its `_raw_stream`), whose first piece
+    was read to tell a JSON answer from events: `stream` gives that piece, then the rest;
+    anything else is the response's own (`close`, `headers`...)."""
+
+    __slots__ = ("_first", "_rest", "response")
+
+    def __init__(self, response: Any, first: bytes, rest: Iterator[bytes]) -> None:
+        self.response = response
+        self._first = first
+        self._rest = rest
+
+    def stream(self, *_: object, **__: object) -> Iterator[bytes]:
+        """The body's pieces, the one read ahead first (in the size it was read in: urllib3's
+        default, which botocore reads in too)."""
+        if self._first:
+            first, self._first = self._first, b""
+            yield first
+        yield from self._rest
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.response, name)
+
+
+def _json_under_event_stream(source: Any, response: Any) -> _ReadAhead | None:
+    """The body under boto3's `EventStream` when it is a JSON document whatever its label says
+    (a proxy's `Converse` answer or AWS error under the event-stream label), read ahead; None
+    for events, which `source` then reads from the piece read ahead on. botocore read such a
+    body as frames and failed at the first (`ChecksumMismatch`), every call it held lost. An
+    event-stream message starts with its length (4 bytes, big endian, at most botocore's
+    16 MiB and some headers): its first byte is 0 or 1, never one a JSON document starts with.
+    Not asked once the body was read from (the caller read events itself), where the next
+    byte is no message's start, nor of a source that is no urllib3 response."""
+    tell: Any = getattr(response, "tell", None)
+    pieces: Any = getattr(response, "stream", None)
+    if not (callable(tell) and callable(pieces)) or tell() != 0:
+        return None
+    rest: Iterator[bytes] = iter(pieces())
+    first = next(rest, b"")
+    ahead = _ReadAhead(response, first, rest)
+    if first[:1] and first[0] in _JSON_OPENERS:
+        return ahead
+    source._raw_stream = ahead
+    return None
 
 
 def _whole_body(asm: Assembler, body: bytes, *, events: bool = True) -> list[object] | None:
@@ -561,6 +629,7 @@ def _whole_body(asm: Assembler, body: bytes, *, events: bool = True) -> list[obj
     # An array of them (Gemini's `streamGenerateContent` without `alt=sse`) is read one by one,
     # as the raw SSE path reads it.
     documents = cast("list[object]", value) if isinstance(value, list) else [value]
+    documents = [aws_error_event(document) or document for document in documents]
     if not (documents and all(map(_known_document, documents))):
         asm._stream_error(  # pyright: ignore[reportPrivateUsage]
             "truncated_body",
@@ -1011,6 +1080,13 @@ class _StreamBase(LiveState):
     def usage(self) -> dict[str, Any] | None:
         """Token usage as a plain dict, if the provider sent it."""
         return self._driver.usage
+
+    @property
+    def container(self) -> str | None:
+        """The id of the code-execution container the response runs in (Anthropic's
+        `container`), `None` until the stream names one: continue a `pause_turn` with
+        `container=stream.container`."""
+        return self._driver.container
 
     @property
     def format(self) -> WireFormat | None:

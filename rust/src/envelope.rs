@@ -296,6 +296,9 @@ pub enum Action<'a> {
     Citation(&'a str),
     /// A usage object, as raw JSON text.
     Usage(&'a str),
+    /// The id of the code-execution container the response ran in (Anthropic's `container`):
+    /// the request that continues a `pause_turn` names it.
+    Container(&'a str),
     /// A finish reason: the raw value and its normalized meaning.
     Finish {
         /// As sent (Responses: the status, or the incomplete reason).
@@ -720,6 +723,16 @@ wire_struct! {
 wire_struct! {
     struct Message<'a> {
         usage: Option<&'a RawValue> = "usage",
+        /// A [`Container`], read only when set.
+        container: Option<&'a RawValue> = "container",
+    }
+}
+
+wire_struct! {
+    /// Anthropic's code-execution container (`message_start`'s message, `message_delta`'s
+    /// delta).
+    struct Container<'a> {
+        id: Option<Str<'a>> = "id" => opt_str,
     }
 }
 
@@ -732,6 +745,8 @@ wire_struct! {
         thinking: Option<&'a RawValue> = "thinking",
         signature: Option<&'a RawValue> = "signature",
         stop_reason: Option<Str<'a>> = "stop_reason" => opt_str,
+        /// `message_delta`: a [`Container`], read only when set.
+        container: Option<&'a RawValue> = "container",
     }
 }
 
@@ -2663,8 +2678,11 @@ impl Decoder {
                 let store: String;
                 let message: Option<Message<'_>> = nested!(Message, env.message, store)?;
                 self.start(emit);
-                if let Some(usage) = message.and_then(|m| m.usage) {
-                    emit(Action::Usage(usage.get()));
+                if let Some(message) = message {
+                    if let Some(usage) = message.usage {
+                        emit(Action::Usage(usage.get()));
+                    }
+                    container(message.container, emit);
                 }
             }
             "content_block_start" => {
@@ -2799,6 +2817,7 @@ impl Decoder {
                             reason: FinishReason::from_raw(raw),
                         });
                     }
+                    container(delta.container, emit);
                 }
                 if let Some(usage) = env.usage {
                     emit(Action::Usage(usage.get()));
@@ -3253,6 +3272,21 @@ enum Replay {
     Same,
     /// Anything else.
     No,
+}
+
+/// Tells the id of the code-execution container `raw` (a message's or a `message_delta`'s
+/// `container`) names, if it names one: continuing a `pause_turn` needs it. One of another
+/// shape tells nothing and spoils nothing else of the event, as `feed_chunk` reads it.
+fn container<F: FnMut(Action<'_>) -> bool>(raw: Option<&RawValue>, emit: &mut F) {
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return;
+    };
+    let store: String;
+    if let Ok(Container { id: Some(id) }) = read_nested!(Container, raw.get(), store) {
+        if !id.as_str().is_empty() {
+            emit(Action::Container(id.as_str()));
+        }
+    }
 }
 
 /// Whether event `t` replays the message up to the waiting `block`: `message_start`, an

@@ -204,6 +204,8 @@ struct State {
     /// While a replayed response re-treads its text: how much of `text` it has matched.
     text_replay: Option<usize>,
     usage: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The code-execution container the response ran in, the last one named.
+    container: Option<String>,
     finish_raw: Option<String>,
     finish: Option<FinishReason>,
     format: Option<Format>,
@@ -403,6 +405,11 @@ impl State {
                 // `message_start`, output tokens in `message_delta`): merge the members, later
                 // values winning. Usage events are a handful per stream, so parsing is cheap.
                 merge_usage(&mut self.usage, u);
+            }
+            Action::Container(id) => {
+                let stored = self.container.get_or_insert_with(String::new);
+                stored.clear();
+                stored.push_str(id);
             }
             Action::Finish { .. } if self.gave_up => {
                 // A finish reason after the provider gave up (a `finish_reason` chunk after an
@@ -780,6 +787,13 @@ impl StreamDecoder {
     pub fn usage(&self) -> Option<String> {
         let usage = self.state().and_then(|s| s.usage.as_ref())?;
         Some(serde_json::Value::Object(usage.clone()).to_string())
+    }
+
+    /// The id of the code-execution container the response ran in (Anthropic's `container`,
+    /// the last one named), which the request continuing a `pause_turn` must name.
+    #[must_use]
+    pub fn container(&self) -> Option<&str> {
+        self.state().and_then(|s| s.container.as_deref())
     }
 
     /// How many calls there were when a Chat choice's finish reason (`stop`, `tool_calls`, the

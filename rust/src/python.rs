@@ -112,6 +112,14 @@ fn reasoning_block(py: Python<'_>, block: Reasoning) -> PyResult<Bound<'_, PyAny
             )?;
             dict.set_item(pyo3::intern!(py, "reasoningContent"), content)?;
         }
+        Reasoning::ConverseImage { format, data } => {
+            let source = PyDict::new(py);
+            source.set_item(pyo3::intern!(py, "bytes"), PyBytes::new(py, &data))?;
+            let image = PyDict::new(py);
+            image.set_item(pyo3::intern!(py, "format"), format)?;
+            image.set_item(pyo3::intern!(py, "source"), source)?;
+            dict.set_item(pyo3::intern!(py, "image"), image)?;
+        }
     }
     Ok(dict.into_any())
 }
@@ -3283,6 +3291,17 @@ impl PyAssembler {
         json_loads(py, usage)
     }
 
+    /// The id of the code-execution container the response ran in, on the raw SSE path.
+    #[getter]
+    fn container(slf: &Bound<'_, Self>) -> PyResult<Option<String>> {
+        Ok(slf
+            .try_borrow()
+            .map_err(in_use)?
+            .decoder
+            .container()
+            .map(str::to_owned))
+    }
+
     /// The reasoning blocks that ended whole, as the provider takes them back, in output
     /// order: Anthropic `thinking` / `redacted_thinking` block dicts and server block dicts,
     /// Responses `reasoning` and hosted item dicts, Bedrock `reasoningContent` block dicts.
@@ -3370,6 +3389,18 @@ impl PyAssembler {
                 text: text.to_owned(),
                 signature: signature.map(str::to_owned),
             },
+        };
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
+    }
+
+    /// Keeps a Bedrock `image` block `feed_chunk` read whole, in its place among the reasoning
+    /// blocks, its bytes already counted (`_keep_text`: its `format`, then its data).
+    #[pyo3(signature = (format, data, /))]
+    fn _keep_converse_image(slf: &Bound<'_, Self>, format: &str, data: &[u8]) -> PyResult<()> {
+        let block = Reasoning::ConverseImage {
+            format: format.to_owned(),
+            data: data.to_vec(),
         };
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
         this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))

@@ -453,10 +453,64 @@ def test_boto3_gives_the_calls_of_a_converse_answer_to_converse_stream(
     reasoning = {"reasoningText": {"text": "Let me think.", "signature": "c2ln"}}
     assert stream.reasoning == [{"reasoningContent": reasoning}]
     # Another document is told, not read as an empty stream.
-    route = sse_server.register(b'{"message": "no"}', content_type="application/json")
+    route = sse_server.register(b'{"hello": "no"}', content_type="application/json")
     _, other = assemble_bedrock(route)
     assert other.calls == [] and other.transport_error is None
     assert [k for k, _, _ in other.assembler.stream_errors()] == ["truncated_body"]
+
+
+EVENT_STREAM = "application/vnd.amazon.eventstream"
+
+
+@pytest.mark.parametrize("lead", [b"", b"\xef\xbb\xbf\r\n "])
+def test_boto3_reads_a_converse_answer_labelled_as_an_event_stream(
+    sse_server: SSEServer, lead: bytes
+) -> None:
+    # A proxy that answers `converse-stream` with a `Converse` response under the event-stream
+    # label: boto3 read it as frames and raised `ChecksumMismatch`, every call lost.
+    body = lead + json.dumps(CONVERSE, ensure_ascii=False).encode()
+    _, stream = assemble_bedrock(sse_server.register(body, content_type=EVENT_STREAM))
+    assert stream.transport_error is None
+    assert _shown(stream.calls) == [
+        ("get_weather", "call_w", WEATHER, None),
+        ("now", "call_t", {}, None),
+    ]
+    assert stream.text == "Checking." and stream.finish_reason == "tool_use"
+    assert stream.usage == CONVERSE["usage"] and stream.assembler.stream_errors() == []
+
+
+AWS_ERROR = {"message": "The security token included in the request is invalid."}
+
+
+@pytest.mark.parametrize("label", ["application/json", EVENT_STREAM])
+@pytest.mark.parametrize(
+    "document", [AWS_ERROR, {"__type": "ThrottlingException", "Message": "Rate exceeded"}]
+)
+def test_an_aws_error_answered_with_200_is_the_provider_s_error(
+    sse_server: SSEServer, label: str, document: dict[str, str]
+) -> None:
+    # AWS's JSON error shape was told as `truncated_body`: it is the provider's error, and says
+    # why, on boto3's wrapper and on `feed_sse` alike.
+    body = json.dumps(document).encode()
+    said = json.dumps(document, separators=(",", ":"))
+    _, stream = assemble_bedrock(sse_server.register(body, content_type=label))
+    assert stream.calls == [] and stream.transport_error is None
+    assert stream.finish_reason == "error"
+    assert [(k, m) for k, _, m in stream.assembler.stream_errors()] == [("provider_error", said)]
+    for size in (len(body), 3):
+        raw = _read_raw(body, size)
+        assert raw.finish_reason == "error"
+        assert [(k, m) for k, _, m in raw.stream_errors()] == [("provider_error", said)]
+
+
+def test_a_gateway_s_aws_error_ends_an_sdk_stream_as_the_provider_s_error(
+    sse_server: SSEServer,
+) -> None:
+    # API Gateway in front of a model server answers its own errors so, whatever the SDK.
+    route = sse_server.register(json.dumps(AWS_ERROR).encode(), content_type="application/json")
+    _, stream = assemble_sync(route, "openai-chat")
+    assert stream.calls == [] and stream.finish_reason == "error"
+    assert [k for k, _, _ in stream.assembler.stream_errors()] == ["provider_error"]
 
 
 @pytest.mark.parametrize("document", [[GEMINI], {"hello": "world"}])

@@ -173,6 +173,11 @@ class Sink(Protocol):
         its `reasoningText`, or with `redacted` its `redactedContent`."""
         ...
 
+    def _keep_converse_image(self, format: str, data: bytes, /) -> None:
+        """Keeps a Bedrock `image` block that stopped, in its place among the reasoning
+        blocks, its bytes already counted: its `format`, then its data."""
+        ...
+
     def _drop_reasoning(self) -> None:
         """Lets go of the reasoning item kept last, its bytes given back: the item after it is
         not one the next turn sends."""
@@ -271,6 +276,10 @@ class ChunkInfo:
         other_choices: The indexes of the choices other than the one assembled whose text or
             tool calls this chunk carried and that were not assembled (a Chat stream with
             `n > 1`); `stream_errors()` tells them as `other_choice`.
+        container: The id of the code-execution container the response runs in, when this
+            chunk names it (Anthropic: the `container` of `message_start`'s message or of
+            `message_delta`'s delta): the request that continues a `pause_turn` passes it as
+            `container=` so that the code goes on with its files and state.
     """
 
     text: str = ""
@@ -281,6 +290,7 @@ class ChunkInfo:
     malformed: bool = False
     arguments_mismatch: str | None = None
     other_choices: list[int] = field(default_factory=lambda: [])
+    container: str | None = None
 
 
 def unreadable(info: ChunkInfo, sink: Sink) -> ChunkInfo:

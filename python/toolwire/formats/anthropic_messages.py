@@ -40,6 +40,10 @@ Design notes:
   finish as metadata `citations` (`Sink._keep_citation`): the next turn sends the block back
   with them. Counted toward `max_stream_bytes` as assistant text is; as on the raw SSE path.
 - Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
+- The code-execution container the response runs in (`container`, on `message_start`'s
+  message or `message_delta`'s delta, as the SDK's accumulator reads it) is told by its id
+  (`ChunkInfo.container`): a `pause_turn` is continued in it. One of another shape tells
+  nothing, as on the raw SSE path.
 - `thinking` and `redacted_thinking` blocks are kept for the next request
   (`Assembler.reasoning`), as on the raw SSE path (`rust/src/envelope/thinking.rs` says how):
   a block only once it stopped whole (signed, or with its data), its bytes counted toward
@@ -220,9 +224,12 @@ class AnthropicMessagesAdapter:
                 sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
                 self._state.kept = 0
             self._state.started = True
-            self._usage(get(get(chunk, "message"), "usage"), info)
+            message = get(chunk, "message")
+            self._usage(get(message, "usage"), info)
+            info.container = _container_id(get(message, "container"))
         elif kind == "message_delta":
             self._usage(get(chunk, "usage"), info)
+            info.container = _container_id(get(get(chunk, "delta"), "container"))
             reason = str_or_none(get(get(chunk, "delta"), "stop_reason"))
             if reason:
                 info.finish_reason = reason
@@ -539,6 +546,12 @@ def _replay_of(held: tuple[int | None, object, str | None], kind: object, event:
         if get(block, "type") == "tool_use" and held_id is not None and wire_id == held_id:
             return "same"
     return "no"
+
+
+def _container_id(container: object) -> str | None:
+    """The id of a `container` (an SDK model or a dict), if it names one."""
+    named = get(container, "id")
+    return named if isinstance(named, str) and named else None
 
 
 def _malformed(event: object, kind: object) -> bool:

@@ -33,10 +33,16 @@ Design notes:
   none; one that is no JSON value is left out), `{"toolResult": {"toolUseId", "type",
   "status", "content"}}` with the content its `toolResult` deltas gave, in order (a `text`
   piece joined to the text piece right before it, a `json` piece whole). They are held and
-  counted toward `max_stream_bytes` as reasoning is; one cut off is left out. Images live on
-  Bedrock's side and are not assembled. A start that names no kind of block (`start` missing,
-  null or empty) is no such block: its `toolUse` deltas are kept as those of a block whose
-  start was lost, never dropped unsaid.
+  counted toward `max_stream_bytes` as reasoning is; one cut off is left out. A start that
+  names no kind of block (`start` missing, null or empty) is no such block: its `toolUse`
+  deltas are kept as those of a block whose start was lost, never dropped unsaid.
+- An `image` block the model wrote (its start gives the `format`, its `image` deltas the
+  `source`, the `bytes` in pieces) is part of the answer the next turn must send back as it
+  came, in its place: it is kept with the reasoning blocks once it stopped, as `{"image":
+  {"format", "source": {"bytes"}}}` with its pieces joined (bytes as boto3 gives them, or the
+  base64 text of the wire JSON), or with the `s3Location` a delta gave. Its bytes are held and
+  counted as reasoning is. One a delta said failed (`error`), whose bytes do not read, or that
+  was cut off is left out: sent back it would be refused, or be another image.
 - `stopReason` is reported as sent; `guardrail_intervened` and `content_filtered` (and the other
   stopping reasons of `stops_calls`) stop the open calls, `max_tokens` and
   `model_context_window_exceeded` mark the output limit. `malformed_tool_use` and
@@ -67,6 +73,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from toolwire.formats._fields import (
@@ -75,6 +82,7 @@ from toolwire.formats._fields import (
     get,
     index_of,
     merge_usage,
+    plain,
     str_or_none,
 )
 from toolwire.formats._reasoning import (
@@ -148,17 +156,32 @@ _NO_TEXT = object()
 _JSON_WHITESPACE = " \t\n\r"
 
 
-def _blob(value: object) -> bytes:
-    """A `redactedContent` blob: bytes as boto3 gives them, or the base64 text of the wire
-    JSON; anything else (or text that is no base64) holds nothing that could be sent back."""
+def _blob(value: object) -> bytes | None:
+    """A blob member (`redactedContent`, an image's `bytes`): bytes as boto3 gives them, or the
+    base64 text of the wire JSON; None for anything else (or text that is no base64), which
+    holds nothing that could be sent back."""
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if isinstance(value, str):
         try:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
-            return b""
-    return b""
+            return None
+    return None
+
+
+@dataclass(slots=True)
+class _Image:
+    """An `image` block still streaming."""
+
+    format: str
+    # Counts its bytes toward `max_stream_bytes` (its format's first); `data` holds the
+    # `bytes` pieces joined.
+    held: Thought
+    # The `s3Location` a delta gave, when the image is one.
+    location: dict[str, Any] | None = None
+    # A delta said it failed, or held bytes that do not read: it is left out.
+    failed: bool = False
 
 
 def _has_input(arguments: Arguments) -> bool:
@@ -191,6 +214,7 @@ class BedrockConverseAdapter:
         "_fed",
         "_gave_up",
         "_hosted",
+        "_images",
         "_kept",
         "_saying",
         "_started",
@@ -216,6 +240,8 @@ class BedrockConverseAdapter:
         self._text = ReplayedText()
         # Reasoning blocks still streaming, by block index.
         self._thoughts: dict[_Key, Thought] = {}
+        # Image blocks still streaming, by block index.
+        self._images: dict[_Key, _Image] = {}
         # `messageStart` came: another one replays the response.
         self._started = False
         # Reasoning blocks kept in this response: a tool block is told how many came before it.
@@ -273,6 +299,9 @@ class BedrockConverseAdapter:
                 for thought in self._thoughts.values():
                     drop(thought, sink)
                 self._thoughts.clear()
+                for image in self._images.values():
+                    drop(image.held, sink)
+                self._images.clear()
                 sink._forget_reasoning()  # pyright: ignore[reportPrivateUsage]
                 self._kept = 0
                 self._saying = _NO_TEXT
@@ -302,6 +331,9 @@ class BedrockConverseAdapter:
         # A block restarting at an index still open replaces it, as in the Anthropic adapter.
         self._fed.pop(index, None)
         self._hosted.discard(index)
+        replaced = self._images.pop(index, None)
+        if replaced is not None:
+            drop(replaced.held, sink)
         if tool is None and not _says_something(start):
             # A start that says nothing of its block (`start` missing, null or empty): the
             # `toolUse` deltas that follow are kept as those of a block whose start was lost
@@ -314,6 +346,9 @@ class BedrockConverseAdapter:
             return
         if tool is None:
             self._hosted.add(index)
+            image = get(start, "image")
+            if image is not None:
+                self._start_image(index, image, sink)
             return
         self._fed[index] = False
         wire_id = str_or_none(get(tool, "toolUseId"))
@@ -345,6 +380,10 @@ class BedrockConverseAdapter:
             result = get(delta, "toolResult")
             if result is not None:
                 self._result(index_of(get(event, "contentBlockIndex")), result, sink)
+                return
+            image = get(delta, "image")
+            if image is not None:
+                self._image(index_of(get(event, "contentBlockIndex")), image, sink)
             return
         index = index_of(get(event, "contentBlockIndex"))
         arguments = arguments_of(get(tool, "input"))
@@ -369,15 +408,15 @@ class BedrockConverseAdapter:
         the response was refused, when nothing more is kept."""
         redacted = get(delta, "redactedContent")
         thought = self._thoughts.get(index)
-        if thought is not None and thought.block is not None:
-            # None of a server block's own.
+        if (thought is not None and thought.block is not None) or index in self._images:
+            # None of a server block's or an image's own.
             return
         if thought is None:
             if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
                 return
             thought = self._thoughts[index] = Thought(redacted is not None)
         if thought.redacted:
-            data = _blob(redacted)
+            data = _blob(redacted) or b""
             if data and hold(thought, len(data), sink):
                 thought.data += data
             return
@@ -387,6 +426,53 @@ class BedrockConverseAdapter:
         signature = get(delta, "signature")
         if isinstance(signature, str):
             sign(thought, signature, sink)
+
+    def _start_image(self, index: _Key, start: object, sink: Sink) -> None:
+        """An `image` block starts: held from its `format` on (one without a format could not
+        be sent back), unless the response keeps nothing more (it was refused)."""
+        kind = str_or_none(get(start, "format"))
+        if not kind or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+            return
+        held = Thought(True)
+        if hold(held, len(kind.encode()), sink):
+            self._images[index] = _Image(kind, held)
+
+    def _image(self, index: _Key, delta: object, sink: Sink) -> None:
+        """An `image` delta of the block at `index`: a piece of its `bytes`, its `s3Location`,
+        or the `error` that makes it none."""
+        image = self._images.get(index)
+        if image is None or image.failed:
+            return
+        source = get(delta, "source")
+        piece = get(source, "bytes")
+        data = None if piece is None else _blob(piece)
+        location = get(source, "s3Location")
+        if get(delta, "error") is not None or (piece is not None and data is None):
+            image.failed = True
+        elif data:
+            if hold(image.held, len(data), sink):
+                image.held.data += data
+        elif isinstance(location, Mapping):
+            image.location = plain(cast("Mapping[str, object]", location))
+            hold(image.held, len(value_json(image.location).encode()), sink)
+
+    def _end_image(self, index: _Key, sink: Sink) -> None:
+        """The block at `index` stopped: an image is kept when it is whole."""
+        image = self._images.pop(index, None)
+        if image is None:
+            return
+        held = image.held
+        if image.failed or held.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+            drop(held, sink)
+        elif held.data:
+            sink._keep_converse_image(image.format, bytes(held.data))  # pyright: ignore[reportPrivateUsage]
+            self._kept += 1
+        elif image.location is not None:
+            source = {"s3Location": image.location}
+            if keep_block(held, {"image": {"format": image.format, "source": source}}, sink):
+                self._kept += 1
+        else:
+            drop(held, sink)
 
     def _start_server_block(self, index: _Key, tool: object, result: object, sink: Sink) -> None:
         """A server tool's `toolUse` (`tool`) or `toolResult` (`result`) block starts: held
@@ -467,6 +553,7 @@ class BedrockConverseAdapter:
         if self._saying == index:
             self._saying = _NO_TEXT
         self._end_thought(index, sink)
+        self._end_image(index, sink)
         self._hosted.discard(index)
         fed = self._fed.pop(index, None)
         if fed is None:

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from toolwire.formats._fields import get, plain
 
-__all__ = ["is_json_media", "unread_json_answer", "whole_response_events"]
+__all__ = ["aws_error_event", "is_json_media", "unread_json_answer", "whole_response_events"]
 
 # The statuses of a `Response` that has finished, each the type of the event that ends it.
 _FINISHED = frozenset(("completed", "incomplete", "failed", "cancelled"))
@@ -43,6 +43,21 @@ def whole_response_events(chunk: object) -> list[dict[str, Any]] | None:
         if isinstance(message, dict):
             return _converse_events(response, cast("dict[str, Any]", message))
     return None
+
+
+# The members of AWS's JSON error shape, as botocore reads an error body.
+_AWS_ERROR = frozenset(("message", "Message", "__type", "code", "Code"))
+
+
+def aws_error_event(document: object) -> dict[str, Any] | None:
+    """The error event AWS's JSON error shape (`{"message": ...}`, its type beside it) stands
+    for, which a gateway in front of a model (Bedrock, API Gateway) may answer with status 200:
+    the provider's error, as the raw SSE path reads it; None for any other document."""
+    if not isinstance(document, dict):
+        return None
+    fields = cast("dict[object, object]", document)
+    said = isinstance(fields.get("message"), str) or isinstance(fields.get("Message"), str)
+    return {"error": document} if said and _AWS_ERROR.issuperset(fields) else None
 
 
 def is_json_media(content_type: object) -> bool:
@@ -162,7 +177,8 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[dict[str, Any]]:
     """`messageStart`, each content block as its deltas (a tool block started first, its whole
-    `input` as one fragment, none for an empty one) and its stop, then `messageStop` with the
+    `input` as one fragment, none for an empty one; an image started with its format, its
+    source one delta) and its stop, then `messageStop` with the
     stop reason and `metadata` with the usage, as ConverseStream sends them."""
     events: list[dict[str, Any]] = [{"messageStart": {"role": message.get("role", "assistant")}}]
     for index, block in enumerate(_list(message.get("content"))):
@@ -171,6 +187,7 @@ def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[
         fields = cast("dict[str, Any]", block)
         deltas: list[dict[str, Any]] = []
         tool, reasoning = fields.get("toolUse"), fields.get("reasoningContent")
+        image = fields.get("image")
         if isinstance(tool, dict):
             start = {k: v for k, v in cast("dict[str, Any]", tool).items() if k != "input"}
             events.append(
@@ -195,8 +212,16 @@ def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[
             elif "redactedContent" in content:
                 redacted = content["redactedContent"]
                 deltas.append({"reasoningContent": {"redactedContent": redacted}})
+        elif isinstance(image, dict):
+            # The model's image: its format at its start, its source (and error) as a delta.
+            shown = cast("dict[str, Any]", image)
+            start = {"format": shown.get("format")}
+            events.append(
+                {"contentBlockStart": {"start": {"image": start}, "contentBlockIndex": index}}
+            )
+            deltas.append({"image": {k: v for k, v in shown.items() if k in ("source", "error")}})
         else:
-            # An image, a document, a tool result: no call and no text of the turn.
+            # A document, a tool result: no call and no text of the turn.
             continue
         events += [
             {"contentBlockDelta": {"delta": delta, "contentBlockIndex": index}} for delta in deltas

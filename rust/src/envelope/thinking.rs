@@ -63,6 +63,14 @@ pub enum Reasoning {
         /// The encrypted reasoning, as sent.
         data: Vec<u8>,
     },
+    /// A Bedrock Converse `image` block the model wrote (its `source.bytes`): not reasoning,
+    /// but the next turn sends it back in its place as it does the reasoning blocks.
+    ConverseImage {
+        /// Its `format` (`png`, `jpeg`...), as sent.
+        format: String,
+        /// The image, its `bytes` deltas joined.
+        data: Vec<u8>,
+    },
     /// Anthropic's `thinking` block.
     Thinking {
         /// The model's thinking, as streamed.
@@ -91,6 +99,7 @@ impl Reasoning {
                 text.len() + signature.as_ref().map_or(0, String::len)
             }
             Self::ConverseRedacted { data } => data.len(),
+            Self::ConverseImage { format, data } => format.len() + data.len(),
         }
     }
 

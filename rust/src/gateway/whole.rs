@@ -14,7 +14,8 @@
 //!   `message_delta` and `message_stop`;
 //! - Gemini: a `GenerateContentResponse` is its own chunk; a JSON array of them (what
 //!   `streamGenerateContent` answers without `alt=sse`) is read chunk by chunk;
-//! - an `{"error": ...}` document is the provider's error event.
+//! - an `{"error": ...}` document is the provider's error event, and so is AWS's error shape
+//!   (`{"message": ...}`), which a gateway may answer with status 200.
 //!
 //! Only read when the body has ended, never on the path of a streamed event.
 
@@ -72,10 +73,28 @@ fn one(value: &Value, events: &mut Vec<String>) -> bool {
         events.push(chat(fields).to_string());
     } else if fields.contains_key("error") || gemini {
         events.push(value.to_string());
+    } else if is_aws_error(fields) {
+        // The provider's error, as an error event carries it.
+        events.push(json!({ "error": value }).to_string());
     } else {
         return false;
     }
     true
+}
+
+/// Whether an object is AWS's JSON error shape (`{"message": ...}`, with the error's type
+/// beside it, as botocore reads an error body): a gateway in front of a model (Bedrock, API
+/// Gateway) answers one with status 200 too, and it says why there is no response.
+fn is_aws_error(fields: &Map<String, Value>) -> bool {
+    let said = ["message", "Message"]
+        .iter()
+        .any(|key| fields.get(*key).is_some_and(Value::is_string));
+    said && fields.keys().all(|key| {
+        matches!(
+            key.as_str(),
+            "message" | "Message" | "__type" | "code" | "Code"
+        )
+    })
 }
 
 fn list(value: Option<&Value>) -> &[Value] {
@@ -287,6 +306,30 @@ mod tests {
         let _ = decoder.finish();
         assert_eq!(decoder.text(), "hi");
         assert_eq!(decoder.finish_reason_raw(), Some("stop"));
+    }
+
+    #[test]
+    fn an_aws_error_document_is_the_providers_error() {
+        let mut decoder = decoder(1 << 20);
+        let body = br#"{"message": "The security token included in the request is invalid."}"#;
+        for piece in body.chunks(5) {
+            decoder.push(piece).unwrap_or_else(|e| panic!("{e:?}"));
+        }
+        let _ = decoder.finish();
+        let told: Vec<_> = decoder
+            .errors()
+            .iter()
+            .map(|e| (e.kind, e.message.as_str()))
+            .collect();
+        let said = r#"{"message":"The security token included in the request is invalid."}"#;
+        assert_eq!(told, [(StreamErrorKind::ProviderError, said)]);
+        assert_eq!(decoder.finish_reason_raw(), Some("error"));
+        // With its type beside it, as botocore reads it; a message among other members is not
+        // that shape, nor is one that is no string.
+        let typed = br#"{"__type": "ValidationException", "Message": "bad"}"#;
+        assert!(matches!(read(typed), Document::Events(_)));
+        assert_eq!(read(br#"{"message": "hi", "id": 1}"#), Document::Unknown);
+        assert_eq!(read(br#"{"message": 3}"#), Document::Unknown);
     }
 
     #[test]
