@@ -162,7 +162,8 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[dict[str, Any]]:
     """`messageStart`, each content block as its deltas (a tool block started first, its whole
-    `input` as one fragment, none for an empty one) and its stop, then `messageStop` with the
+    `input` as one fragment, none for an empty one; a `citationsContent` block's text, then
+    its citations) and its stop, then `messageStop` with the
     stop reason and `metadata` with the usage, as ConverseStream sends them."""
     events: list[dict[str, Any]] = [{"messageStart": {"role": message.get("role", "assistant")}}]
     for index, block in enumerate(_list(message.get("content"))):
@@ -195,6 +196,14 @@ def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[
             elif "redactedContent" in content:
                 redacted = content["redactedContent"]
                 deltas.append({"reasoningContent": {"redactedContent": redacted}})
+        elif isinstance(fields.get("citationsContent"), dict):
+            # Cited text: its generated text, then each citation, as a stream's deltas.
+            cited = cast("dict[str, Any]", fields["citationsContent"])
+            said = [get(piece, "text") for piece in _list(cited.get("content"))]
+            deltas += [{"text": text} for text in said if isinstance(text, str)]
+            deltas += [
+                {"citation": c} for c in _list(cited.get("citations")) if isinstance(c, dict)
+            ]
         else:
             # An image, a document, a tool result: no call and no text of the turn.
             continue
