@@ -897,16 +897,18 @@ class Assembler:
             MisuseError: After `finish`.
         """
     @property
-    def text_places(self) -> list[list[int | str]] | None:
+    def text_places(self) -> list[list[int | str | list[dict[str, Any]]]] | None:
         """Where each text block of a turn with no call began, once `finish` returned: a list
         of `[characters of assistant text before the block, reasoning blocks kept before it]`
         (`assistant_turn(..., text_places=...)`), the places a turn with calls writes on them
         (metadata `text_before`, `text_after`): Responses `message` items among `reasoning`
         and hosted items, Anthropic text blocks among thinking and server blocks (a
         `pause_turn` after a server tool), Gemini text parts. On every path (`feed_sse`,
-        `feed_chunk`). A Gemini text part's thought signature goes third in its block's
-        entry, as in the metadata. `None` before `finish`, with calls, without text, or when a
-        replayed response lost the places."""
+        `feed_chunk`). What goes back on a block follows its counts in its entry, as in the
+        metadata: a Gemini text part's thought signature (a string), an Anthropic or Bedrock
+        text block's citations (a list of objects). A response replayed from its start keeps
+        the places it had (the blocks sent again matched by their order, their citations kept
+        once). `None` before `finish`, with calls, without text, or past 1024 blocks."""
     def _forget_reasoning(self) -> None:
         """The response `feed_chunk` reads starts again (a replay): the reasoning blocks kept so
         far are let go.
@@ -934,11 +936,12 @@ class Assembler:
         """
     def _keep_citation(self, json: str, /) -> bool:
         """Keeps a citation (JSON text of an object, written as the raw SSE path writes it) of
-        the Anthropic text block that `feed_chunk` read start last (`_mark_text_block`): the
-        calls get it at `finish`, as metadata `citations` (`[at, [citation, ...]]` per block,
-        on the first call after the block, or the last call); False when it does not fit
-        `max_stream_bytes`. One with no text block's place (none started, or a replay let the
-        places go) is not kept.
+        the Anthropic or Bedrock text block that `feed_chunk` read start last
+        (`_mark_text_block`): it goes with the block's place (`text_places`, metadata
+        `text_before`, `text_after`), in a list after the entry's counts (and signature),
+        and back on the block in the next turn; False when it does not fit
+        `max_stream_bytes`. One with no text block's place (none started, none begun again
+        since a replay started, or too many blocks) is not kept.
 
         Raises:
             MisuseError: After `finish`.

@@ -133,7 +133,7 @@ class StreamEnded(StreamEvent):
     usage: dict[str, Any] | None
     calls: tuple[ToolCall, ...]
     reasoning: tuple[dict[str, Any], ...] = ()
-    text_places: list[list[int | str]] | None = None
+    text_places: list[list[int | str | list[dict[str, Any]]]] | None = None
     container: str | None = None
 
 

@@ -1949,7 +1949,7 @@ def assistant_turn(
     style: Style = "openai-chat",
     text: str | None = None,
     reasoning: Sequence[Mapping[str, Any]] | None = None,
-    text_places: Sequence[Sequence[int | str]] | None = None,
+    text_places: Sequence[Sequence[object]] | None = None,
 ) -> list[dict[str, Any]]:
     """The model's turn with its tool calls, as the provider takes it back in the next
     request, each call under the id `tool_messages` answers it with (`call_id_for`, sent as
@@ -2010,10 +2010,11 @@ def assistant_turn(
     application answers itself, such as a `computer_call`, needs its output appended by the
     application). An Anthropic call made by code execution (programmatic tool calling) goes
     with its `caller` (metadata `caller`, set by the assembler), and one of an MCP toolset's
-    tools with its `toolset_name` (metadata `toolset_name`), as the API wants them back; an
-    Anthropic text block with the citations the stream gave it (metadata `citations`, set by
-    the assembler at finish: `[characters of the text before the block, [citation, ...]]` per
-    cited block), which `text` must then be the stream's own to place.
+    tools with its `toolset_name` (metadata `toolset_name`), as the API wants them back. A
+    text block goes back with the citations the stream gave it, which its place holds (see
+    `text_places`): an Anthropic `text` block with its `citations`, in order, as the
+    `anthropic` SDK accumulates them; on Bedrock a `citationsContent` block, its text as
+    `content` and its `citation` deltas as `citations`, as Converse wants cited text back.
     A call of a tool declared inside a Responses `namespace` tool goes with its
     `namespace` (metadata `namespace`, set by the assembler) beside its bare name. A call without
     a name (a stream that lost the event naming it) is sent as a call of `NAMELESS_CALL`
@@ -2043,7 +2044,9 @@ def assistant_turn(
         text_places: The places of the text blocks of a turn with no call
             (`Assembler.text_places`, `stream.text_places`, `StreamEnded.text_places`):
             `[characters of text before the block, reasoning blocks before it]` for each
-            block, in order (a Gemini text part's thought signature third). Read only when
+            block, in order, then what goes back on it: a Gemini text part's thought
+            signature (a string), an Anthropic or Bedrock block's citations (a list of
+            objects), as in the calls' metadata. Read only when
             `calls` is empty: calls carry their turn's places themselves. Without it (or when
             it does not fit `text`), such a turn's text is one block after its reasoning.
 
@@ -2091,11 +2094,9 @@ def assistant_turn(
         parts = _interleaved(calls, [], said, _gemini_text, uses, turn)
         return [{"role": "model", "parts": parts}] if parts else []
     uses: list[dict[str, Any]]
-    cited: dict[int, list[Any]] | None = None
     if style == "anthropic":
         said_block = _anthropic_text
         uses = [_anthropic_use(call) for call in calls]
-        cited = _citations(calls)
     else:
         said_block = _converse_text
         uses = [
@@ -2108,25 +2109,8 @@ def assistant_turn(
             }
             for call in calls
         ]
-    blocks = _interleaved(calls, thoughts, said, said_block, uses, turn, cited)
+    blocks = _interleaved(calls, thoughts, said, said_block, uses, turn)
     return [{"role": "assistant", "content": blocks}] if blocks else []
-
-
-def _citations(calls: Sequence[_SentCall]) -> dict[int, list[Any]]:
-    """The citations of the Anthropic text blocks, by where each block began (characters of the
-    text before it), as the assembler wrote them on the calls (metadata `citations`, a list of
-    `[at, [citation, ...]]`); entries of another shape are ignored."""
-    cited: dict[int, list[Any]] = {}
-    for call in calls:
-        listed: object = _metadata(call).get("citations")
-        if not isinstance(listed, list):
-            continue
-        for entry in cast(list[object], listed):
-            if isinstance(entry, list) and len(cast(list[object], entry)) == 2:
-                at, citations = cast(list[object], entry)
-                if _count(at) and isinstance(citations, list):
-                    cited.setdefault(at, []).extend(cast(list[Any], citations))
-    return cited
 
 
 def _anthropic_use(call: _SentCall) -> dict[str, Any]:
@@ -2149,21 +2133,34 @@ def _anthropic_use(call: _SentCall) -> dict[str, Any]:
     return use
 
 
-# A text block as the style writes it, from its text and its Gemini thought signature (the
-# other styles have none); None for a block left out.
-_SaidBlock: TypeAlias = Callable[[str, str | None], dict[str, Any] | None]
+# A text block as the style writes it, from its text and what goes back on it (`_Place`): its
+# Gemini thought signature, its Anthropic or Bedrock citations; None for a block left out.
+_SaidBlock: TypeAlias = Callable[[str, "_Place"], dict[str, Any] | None]
 
 
-def _anthropic_text(said: str, _signature: str | None = None) -> dict[str, Any] | None:
+def _anthropic_text(said: str, place: _Place) -> dict[str, Any] | None:
     # Anthropic and Bedrock refuse a text block of nothing but white space.
-    return {"type": "text", "text": said} if said.strip() else None
+    if not said.strip():
+        return None
+    if place.citations:
+        # As the `anthropic` SDK's accumulator leaves the block: its citations in order.
+        return {"type": "text", "text": said, "citations": copy.deepcopy(place.citations)}
+    return {"type": "text", "text": said}
 
 
-def _converse_text(said: str, _signature: str | None = None) -> dict[str, Any] | None:
-    return {"text": said} if said.strip() else None
+def _converse_text(said: str, place: _Place) -> dict[str, Any] | None:
+    if not said.strip():
+        return None
+    if place.citations:
+        # Converse sends cited text back as a `citationsContent` block: the text it generated
+        # and the citations its `citation` deltas gave, in order.
+        cited = {"content": [{"text": said}], "citations": copy.deepcopy(place.citations)}
+        return {"citationsContent": cited}
+    return {"text": said}
 
 
-def _gemini_text(said: str, signature: str | None = None) -> dict[str, Any] | None:
+def _gemini_text(said: str, place: _Place) -> dict[str, Any] | None:
+    signature = place.signature
     # All the text the model wrote goes back, white space too: only an empty part is left out,
     # unless it carries a signature, which Gemini wants back on the part it came on.
     if signature is not None:
@@ -2178,7 +2175,6 @@ def _interleaved(
     said_block: _SaidBlock,
     uses: list[dict[str, Any]],
     turn: Sequence[Sequence[object]] | None = None,
-    cited: Mapping[int, list[Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The blocks of an Anthropic or Bedrock turn (the parts of a Gemini one, which has no reasoning
     blocks) in the order the model wrote them: each call right after the reasoning blocks that came
@@ -2187,29 +2183,20 @@ def _interleaved(
     after the last call at the end. The API wants the message back as it came; interleaved thinking
     puts reasoning between the calls, and a model may write text between or after them. Without
     places the text is one block right before the first call; calls that carry no count (none came
-    before them, or calls made by hand) follow all the reasoning when none has one. An Anthropic
-    text block goes with the citations `cited` holds for where it began (`_citations`)."""
-
-    def said_at(piece: str, at: int, signature: str | None = None) -> dict[str, Any] | None:
-        block = said_block(piece, signature)
-        citations = (cited or {}).get(at)
-        if block is not None and citations:
-            block["citations"] = copy.deepcopy(citations)
-        return block
-
+    before them, or calls made by hand) follow all the reasoning when none has one. A text block
+    goes with what its place holds for it (a Gemini signature, citations)."""
     counts = [_counted(_metadata(call), "reasoning_before") for call in calls]
     places = _text_places(calls, len(said), turn)
     if places is None:
-        first = said_at(said, 0)
+        first = said_block(said, _Place(0, 0, 0))
         said_blocks = [] if first is None else [first]
         if not any(counts):
             return thoughts + said_blocks + uses
         places = [_Place(0, 0, count) for count in counts[:1]] if said_blocks else []
     # Each text block, by the number of calls before it, with the reasoning count before it.
     texts: dict[int, list[tuple[dict[str, Any] | None, int]]] = {}
-    pieces = _text_blocks(said, places)
-    for place, (gap, piece, reasoning, signature) in zip(places, pieces, strict=True):
-        texts.setdefault(gap, []).append((said_at(piece, place.at, signature), reasoning))
+    for place, piece in zip(places, _text_pieces(said, places), strict=True):
+        texts.setdefault(place.gap, []).append((said_block(piece, place), place.reasoning))
     ordered: list[tuple[dict[str, Any] | None, int]] = []
     for gap, (use, count) in enumerate(zip(uses, counts, strict=True)):
         ordered += texts.get(gap, [])
@@ -2237,6 +2224,8 @@ class _Place(NamedTuple):
     reasoning: int
     # The Gemini thought signature of its part.
     signature: str | None = None
+    # The citations of an Anthropic or Bedrock text block, in order.
+    citations: list[Any] | None = None
 
 
 def _text_places(
@@ -2246,7 +2235,8 @@ def _text_places(
     `message` item, a run of Gemini text parts), as the assembler wrote it on the calls: metadata
     `text_before` (the blocks between the call before and this one) and `text_after` (the blocks
     after the call), each block `[characters of the text before it, reasoning blocks before it]`
-    (a Gemini text part's thought signature third); for a turn with no call, `turn`
+    and then what goes back on it: a Gemini text part's thought signature (a string), a cited
+    block's citations (a list of objects); for a turn with no call, `turn`
     (`Assembler.text_places`), the blocks before no call. None when no call carries one, or when
     they do not fit `length` characters of text in order (text other than the stream's): the text
     then goes as one block."""
@@ -2263,42 +2253,41 @@ def _text_places(
         for entry in cast(Sequence[object], listed):
             if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence):
                 return None
-            place = cast(Sequence[object], entry)
-            if len(place) not in (2, 3):
+            place = _place(gap, cast(Sequence[object], entry))
+            if place is None:
                 return None
-            at, reasoning, *signed = place
-            signature = signed[0] if signed else None
-            if not (_count(at) and _count(reasoning)):
-                return None
-            if signature is not None and not isinstance(signature, str):
-                return None
-            places.append(_Place(gap, at, reasoning, signature))
+            places.append(place)
     starts = [place.at for place in places]
     if not places or starts != sorted(starts) or starts[-1] > length:
         return None
     return places
 
 
-class _Block(NamedTuple):
-    """A text block of the turn (`_text_blocks`)."""
+def _place(gap: int, entry: Sequence[object]) -> _Place | None:
+    """One block's entry of `_text_places`: `[at, reasoning]`, then at most a signature (a
+    string) and a list of citations (objects), in that order; None for another shape."""
+    if not 2 <= len(entry) <= 4:
+        return None
+    at, reasoning, *extra = entry
+    if not (_count(at) and _count(reasoning)):
+        return None
+    signature = extra.pop(0) if extra and isinstance(extra[0], str) else None
+    citations = extra.pop(0) if extra and isinstance(extra[0], list) else None
+    if extra or not all(isinstance(c, Mapping) for c in cast(list[object], citations or [])):
+        return None
+    return _Place(
+        gap, at, reasoning, cast("str | None", signature), cast("list[Any] | None", citations)
+    )
 
-    # The number of calls before it.
-    gap: int
-    text: str
-    # Reasoning blocks before it.
-    reasoning: int
-    # The Gemini thought signature of its part.
-    signature: str | None
 
-
-def _text_blocks(said: str, places: list[_Place]) -> list[_Block]:
-    """`said` cut at its `places` (`_text_places`). The first block also takes the text before
-    its place: that of calls left out of the turn."""
+def _text_pieces(said: str, places: list[_Place]) -> list[str]:
+    """`said` cut at its `places` (`_text_places`), one piece per place. The first also takes
+    the text before its place: that of calls left out of the turn."""
     if not places:
         return []
     ends = [place.at for place in places[1:]] + [len(said)]
     return [
-        _Block(place.gap, said[place.at if i else 0 : end], place.reasoning, place.signature)
+        said[place.at if i else 0 : end]
         for i, (place, end) in enumerate(zip(places, ends, strict=True))
     ]
 
@@ -2340,8 +2329,8 @@ def _responses_turn(
     # Each message as (calls before it, its text, the items of `thoughts` before it, or None:
     # right before the first call).
     messages: list[tuple[int, str, int | None]] = [
-        (gap, text, min(count, len(thoughts)))
-        for gap, text, count, _ in _text_blocks(said, places or [])
+        (place.gap, text, min(place.reasoning, len(thoughts)))
+        for place, text in zip(places or [], _text_pieces(said, places or []), strict=True)
         if text
     ]
     if said and places is None:

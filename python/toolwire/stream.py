@@ -308,7 +308,7 @@ class _Driver:
         self.usage: dict[str, Any] | None = None
         self.container: str | None = None
         self.reasoning: list[dict[str, Any]] = []
-        self.text_places: list[list[int | str]] | None = None
+        self.text_places: list[list[int | str | list[dict[str, Any]]]] | None = None
         self.calls: list[ToolCall] = []
         self.outcomes: list[Outcome] = []
         self.transport_error: BaseException | None = None
@@ -1064,7 +1064,7 @@ class _StreamBase(LiveState):
         return driver.reasoning if driver.done else driver.assembler.reasoning
 
     @property
-    def text_places(self) -> list[list[int | str]] | None:
+    def text_places(self) -> list[list[int | str | list[dict[str, Any]]]] | None:
         """Where each text block of a turn with no call began (`Assembler.text_places`), once
         the stream ended, to send its text back in its blocks and places:
         `assistant_turn([], style=..., text=..., reasoning=..., text_places=stream.text_places)`.

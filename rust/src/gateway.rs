@@ -762,7 +762,8 @@ impl StreamDecoder {
         let assembler = &mut self.assembler;
         self.kept.layout.write(assembler, &self.kept.reasoning);
         self.kept.places = self.kept.layout.turn_places(assembler.len());
-        self.kept.write_citations(assembler);
+        // The citations move from the stream's count to the places written.
+        assembler.release(std::mem::take(&mut self.kept.cited_bytes));
         self.finished = true;
         if defer {
             assembler.finish_deferring_scans()
@@ -968,7 +969,7 @@ impl StreamDecoder {
     /// finished: the JSON text of a list of `[characters of text before it, reasoning blocks
     /// before it]`, the places that a turn with calls writes on them (metadata `text_before`,
     /// `text_after`). `None` before [`StreamDecoder::finish`], with calls, without text blocks,
-    /// or when a replay lost the places.
+    /// or past the most blocks kept.
     #[must_use]
     pub fn text_places(&self) -> Option<&str> {
         self.kept.places.as_deref()
@@ -989,8 +990,8 @@ impl StreamDecoder {
     }
 
     /// Keeps a citation (JSON text of an object) of the text block that started last in a
-    /// stream whose events the caller reads itself ([`StreamDecoder::mark_text_block`]): the
-    /// calls get it at finish (metadata `citations`), as the body's own citations. False when
+    /// stream whose events the caller reads itself ([`StreamDecoder::mark_text_block`]): it
+    /// goes with the block's place, as the body's own citations. False when
     /// it does not fit `max_stream_bytes` (the response is refused).
     ///
     /// # Errors
@@ -1191,21 +1192,9 @@ struct Kept {
     /// Once finished, the places of a turn with no call to carry them
     /// ([`StreamDecoder::text_places`]).
     places: Option<String>,
-    /// The citations of Anthropic text blocks (`citations_delta`), by block.
-    citations: Vec<Cited>,
-}
-
-/// The citations of one text block, as its `citations_delta`s gave them.
-#[derive(Debug)]
-struct Cited {
-    /// Characters of assistant text before the block: where the next turn's block starts.
-    at: usize,
-    /// Calls started before the block.
-    calls: usize,
-    /// Each citation, as JSON text, in order.
-    list: Vec<String>,
-    /// Bytes counted toward `max_stream_bytes` for them.
-    counted: usize,
+    /// Bytes of the citations the text blocks carry ([`TextLayout::cite`]), counted toward
+    /// `max_stream_bytes` until finish.
+    cited_bytes: usize,
 }
 
 impl Kept {
@@ -1228,12 +1217,11 @@ impl Kept {
         }
     }
 
-    /// The response starts again: the reasoning blocks kept so far are let go, and the text
-    /// blocks' places are no longer known.
+    /// The response starts again: the reasoning blocks kept so far are let go, as are the
+    /// citations (they come again with their blocks, which keep their places).
     fn restart(&mut self, assembler: &mut Assembler) {
         let bytes: usize = self.reasoning.drain(..).map(|b| b.kept_bytes()).sum();
-        let cited: usize = self.citations.drain(..).map(|c| c.counted).sum();
-        assembler.release(bytes + cited);
+        assembler.release(bytes + std::mem::take(&mut self.cited_bytes));
         self.last = None;
         self.layout.restart(assembler.len());
     }
@@ -1243,69 +1231,15 @@ impl Kept {
     /// place holds (none started, or the places were let go) is not kept: the next turn could
     /// not say which block it is for.
     fn cite(&mut self, assembler: &mut Assembler, json: &str) -> bool {
-        let Some(at) = self.layout.last_start() else {
+        if !self.layout.citable() {
             return true;
-        };
+        }
         if !assembler.keep_text(json.len()) {
             return false;
         }
-        let calls = assembler.len();
-        match self.citations.last_mut() {
-            Some(cited) if cited.at == at && cited.calls == calls => {
-                cited.list.push(json.to_owned());
-                cited.counted += json.len();
-            }
-            _ => self.citations.push(Cited {
-                at,
-                calls,
-                list: vec![json.to_owned()],
-                counted: json.len(),
-            }),
-        }
+        self.cited_bytes += json.len();
+        self.layout.cite(json);
         true
-    }
-
-    /// Writes the citations on the calls as metadata `citations`, each block's as `[at,
-    /// [citation, ...]]` (`at`: characters of text before the block): on the first call after
-    /// the block, or the last call for a block after them all. Their bytes move from the
-    /// stream's count to the calls' metadata.
-    fn write_citations(&mut self, assembler: &mut Assembler) {
-        let calls = assembler.len();
-        let citations = std::mem::take(&mut self.citations);
-        assembler.release(citations.iter().map(|c| c.counted).sum());
-        if calls == 0 {
-            return;
-        }
-        let mut json = String::new();
-        let mut rest = citations.as_slice();
-        for ordinal in 0..calls {
-            let last = ordinal + 1 == calls;
-            let mine = if last {
-                rest.len()
-            } else {
-                rest.iter().take_while(|c| c.calls <= ordinal).count()
-            };
-            let (here, after) = rest.split_at(mine);
-            rest = after;
-            if here.is_empty() {
-                continue;
-            }
-            json.clear();
-            json.push('[');
-            for (i, cited) in here.iter().enumerate() {
-                if i > 0 {
-                    json.push(',');
-                }
-                json.push('[');
-                json.push_str(&cited.at.to_string());
-                json.push_str(",[");
-                json.push_str(&cited.list.join(","));
-                json.push_str("]]");
-            }
-            json.push(']');
-            // Fails only after `finish`, which the caller has not reached.
-            let _ = assembler.set_metadata(ordinal, "citations", &json);
-        }
     }
 }
 

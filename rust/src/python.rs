@@ -3323,7 +3323,7 @@ impl PyAssembler {
     }
 
     /// Where each text block of a turn with no call began, once finished (see
-    /// [`StreamDecoder::text_places`]): a list of `[at, reasoning]` pairs, or None.
+    /// [`StreamDecoder::text_places`]): a list of `[at, reasoning, ...]` entries, or None.
     #[getter]
     fn text_places<'py>(
         slf: &Bound<'py, Self>,
@@ -3441,7 +3441,7 @@ impl PyAssembler {
     }
 
     /// Keeps a citation (JSON text of an object) of the text block `feed_chunk` read start
-    /// last (`_mark_text_block`): the calls get it at finish (metadata `citations`). False when
+    /// last (`_mark_text_block`): it goes with the block's place. False when
     /// it does not fit `max_stream_bytes` (see [`StreamDecoder::keep_citation`]).
     #[pyo3(signature = (json, /))]
     fn _keep_citation(slf: &Bound<'_, Self>, json: &str) -> PyResult<bool> {

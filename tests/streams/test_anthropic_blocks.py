@@ -180,8 +180,8 @@ def test_feed_chunk_and_feed_sse_keep_the_same_citations() -> None:
 
 
 def test_citations_of_a_turn_with_one_text_block_and_of_a_blocks_start() -> None:
-    # The text is one block right before the call: its places are not written, its
-    # citations are. A block whose start already holds citations keeps them first.
+    # The text is one block right before the call: its place is written all the same, with
+    # its citations. A block whose start already holds citations keeps them first.
     start, *rest = _cited(0, "Sunny.", [PAGE])
     start["content_block"] = {"type": "text", "text": "", "citations": [CHAR]}
     events = [
@@ -193,7 +193,7 @@ def test_citations_of_a_turn_with_one_text_block_and_of_a_blocks_start() -> None
     ]
     for run in _paths(events):
         (call,) = run.calls
-        assert call.metadata["citations"] == [[0, [CHAR, PAGE]]]
+        assert call.metadata["text_before"] == [[0, 0, [CHAR, PAGE]]]
         (text, use) = run.turn()
         assert text == {"type": "text", "text": "Sunny.", "citations": [CHAR, PAGE]}
         assert use["type"] == "tool_use"

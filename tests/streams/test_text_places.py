@@ -178,14 +178,23 @@ def test_text_not_the_streams_goes_as_one_block_before_the_calls() -> None:
     assert _shape(turn) == [("text", "Mine."), ("tool_use", "toolu_1"), ("tool_use", "toolu_2")]
 
 
-def test_a_replayed_response_sends_its_text_as_one_block() -> None:
+def test_a_replayed_response_keeps_its_text_in_its_places() -> None:
     events = _around()
-    # The response comes again from its start (a reconnect): the places are not known.
+    # The response comes again from its start (a reconnect): its text and calls are kept
+    # once, and so are its blocks' places, as if it had come once.
     replayed = [*events[:-2], *events]
-    for calls, _ in _paths(replayed):
-        assert [c.metadata for c in calls] == [{}, {}]
-        (turn,) = assistant_turn(calls, style=FMT, text="All of it.")
-        assert _shape(turn)[0] == ("text", "All of it.")
+    text = _text_of(events)
+    for (calls, _), (once, _) in zip(_paths(replayed), _paths(events), strict=True):
+        assert [c.metadata for c in calls] == [c.metadata for c in once] != [{}, {}]
+        (turn,) = assistant_turn(calls, style=FMT, text=text)
+        assert turn == assistant_turn(once, style=FMT, text=text)[0]
+        assert _shape(turn) == [
+            ("text", "Checking 東京."),
+            ("tool_use", "toolu_1"),
+            ("text", "Then booking."),
+            ("tool_use", "toolu_2"),
+            ("text", "Both asked 😀."),
+        ]
 
 
 def _converse() -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from toolwire.formats._utf16 import replace_lone_surrogates, text_piece
 
 __all__ = [
     "Thought",
+    "cite",
     "close",
     "drop",
     "hold",
@@ -167,6 +168,15 @@ def item_value(item: object) -> Any:
     if callable(dump):
         return dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
     return plain(item)
+
+
+def cite(citation: object, sink: Sink) -> None:
+    """Keeps a citation of the text block begun last (an Anthropic `citations_delta`'s, a
+    Bedrock `citation` delta), if it is an object, written as the raw SSE path writes it: it
+    goes with the block's place, and back on the block in the next turn."""
+    value = item_value(citation)
+    if isinstance(value, dict):
+        sink._keep_citation(value_json(value))  # pyright: ignore[reportPrivateUsage]
 
 
 def value_json(value: Any) -> str:

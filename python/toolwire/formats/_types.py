@@ -146,8 +146,8 @@ class Sink(Protocol):
         ...
 
     def _keep_citation(self, json: str, /) -> bool:
-        """Keeps a citation (JSON text) of the text block that started last, for the calls'
-        metadata `citations` at finish; False when it does not fit `max_stream_bytes`."""
+        """Keeps a citation (JSON text) of the text block that started last, with the block's
+        place; False when it does not fit `max_stream_bytes`."""
         ...
 
     def _keep_text(self, n: int, /) -> bool:

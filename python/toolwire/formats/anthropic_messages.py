@@ -36,9 +36,10 @@ Design notes:
   call) is kept as metadata `caller`, and its `toolset_name` (a tool of an MCP toolset) as
   metadata `toolset_name`: the next turn sends both back on the call's block.
 - A text block's citations (a `citations` list on its start, then each `citations_delta`'s
-  `citation`, in order, as the `anthropic` SDK's accumulator appends them) go on the calls at
-  finish as metadata `citations` (`Sink._keep_citation`): the next turn sends the block back
-  with them. Counted toward `max_stream_bytes` as assistant text is; as on the raw SSE path.
+  `citation`, in order, as the `anthropic` SDK's accumulator appends them) go with the block's
+  place (`Sink._keep_citation`), on the calls or, in a turn with none, in `text_places`: the
+  next turn sends the block back with them. Counted toward `max_stream_bytes` as assistant
+  text is; as on the raw SSE path.
 - Usage is merged: `message_start` brings input tokens, `message_delta` the output tokens.
 - The code-execution container the response runs in (`container`, on `message_start`'s
   message or `message_delta`'s delta, as the SDK's accumulator reads it) is told by its id
@@ -69,6 +70,7 @@ from toolwire.formats._fields import (
 )
 from toolwire.formats._reasoning import (
     Thought,
+    cite,
     close,
     drop,
     hold,
@@ -286,7 +288,7 @@ class AnthropicMessagesAdapter:
             citations = get(block, "citations")
             if isinstance(citations, (list, tuple)):
                 for citation in cast("list[object]", citations):
-                    _cite(citation, sink)
+                    cite(citation, sink)
             return
         if block_type != "tool_use":
             _start_server_block(state, index, block, sink)
@@ -361,7 +363,7 @@ class AnthropicMessagesAdapter:
             # Looked for only here: a call's fragment and text pay nothing for them.
             if delta_type == "citations_delta":
                 if (given or 0) in self._state.texts:
-                    _cite(get(delta, "citation"), sink)
+                    cite(get(delta, "citation"), sink)
             elif delta_type == "compaction_delta":
                 thought = self._state.thoughts.get(given or 0)
                 if thought is not None and thought.block is not None:
@@ -472,13 +474,6 @@ def _start_server_block(state: _State, index: int, block: object, sink: Sink) ->
     thought = hold_block(item_value(block), sink)
     if thought is not None:
         state.thoughts[index] = thought
-
-
-def _cite(citation: object, sink: Sink) -> None:
-    """Keeps a citation of the text block open, if it is an object (`Sink._keep_citation`)."""
-    value = item_value(citation)
-    if isinstance(value, dict):
-        sink._keep_citation(value_json(value))  # pyright: ignore[reportPrivateUsage]
 
 
 def _compact(thought: Thought, block: dict[str, Any], delta: object, sink: Sink) -> None:

@@ -61,6 +61,12 @@ Design notes:
   without a signature. Its bytes count toward `max_stream_bytes` from the first delta, as the
   Anthropic adapter counts thinking (`formats/_reasoning.py`); a block dropped gives them back.
   A second `messageStart` (the response replayed) lets the blocks kept and open go.
+- A text block's `citation` deltas (each a whole citation: `title`, `source`,
+  `sourceContent`, `location`, as Strands and the AWS samples read them) go with the block's
+  place, in order (`Sink._keep_citation`, counted toward `max_stream_bytes` as text is): the
+  next turn sends the block back as `{"citationsContent": {"content": [{"text"}],
+  "citations": [...]}}`, the shape Converse takes cited text in. A citation may come before
+  the block's text: it starts the block, as text does.
 - Usage comes from `metadata.usage`, merged like the other formats; `metrics` and `trace` are
   not usage.
 - An exception event ends the response: open calls stop, the finish reason is `error`. boto3
@@ -87,6 +93,7 @@ from toolwire.formats._fields import (
 )
 from toolwire.formats._reasoning import (
     Thought,
+    cite,
     close,
     drop,
     hold,
@@ -384,6 +391,10 @@ class BedrockConverseAdapter:
             image = get(delta, "image")
             if image is not None:
                 self._image(index_of(get(event, "contentBlockIndex")), image, sink)
+                return
+            citation = get(delta, "citation")
+            if citation is not None:
+                self._cite(index_of(get(event, "contentBlockIndex")), citation, sink)
             return
         index = index_of(get(event, "contentBlockIndex"))
         arguments = arguments_of(get(tool, "input"))
@@ -402,6 +413,18 @@ class BedrockConverseAdapter:
         ordinal = self._utf16.fragment(sink, index, arguments)  # quirks 23, 41
         if ordinal is not None:
             info.feeds.append(FeedRecord(ordinal, None, None))
+
+    def _cite(self, index: _Key, citation: object, sink: Sink) -> None:
+        """A `citation` delta of the text block at `index`, kept whole with the block's place:
+        the next turn sends the text back as a `citationsContent` block with its citations.
+        One may come before the block's text (a block has no start of its own): it starts the
+        block, as text does. None of a block of another kind."""
+        if index in self._fed or index in self._hosted or index in self._thoughts:
+            return
+        if self._saying != index:
+            self._saying = index
+            sink._text_block()  # pyright: ignore[reportPrivateUsage]
+        cite(citation, sink)
 
     def _reason(self, index: _Key, delta: object, sink: Sink) -> None:
         """A `reasoningContent` delta of the block at `index`; the first one starts it, unless

@@ -178,8 +178,9 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
 def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[dict[str, Any]]:
     """`messageStart`, each content block as its deltas (a tool block started first, its whole
     `input` as one fragment, none for an empty one; an image started with its format, its
-    source one delta) and its stop, then `messageStop` with the
-    stop reason and `metadata` with the usage, as ConverseStream sends them."""
+    source one delta; a `citationsContent` block's text, then its citations) and its stop,
+    then `messageStop` with the stop reason and `metadata` with the usage, as ConverseStream
+    sends them."""
     events: list[dict[str, Any]] = [{"messageStart": {"role": message.get("role", "assistant")}}]
     for index, block in enumerate(_list(message.get("content"))):
         if not isinstance(block, dict):
@@ -220,6 +221,14 @@ def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[
                 {"contentBlockStart": {"start": {"image": start}, "contentBlockIndex": index}}
             )
             deltas.append({"image": {k: v for k, v in shown.items() if k in ("source", "error")}})
+        elif isinstance(fields.get("citationsContent"), dict):
+            # Cited text: its generated text, then each citation, as a stream's deltas.
+            cited = cast("dict[str, Any]", fields["citationsContent"])
+            said = [get(piece, "text") for piece in _list(cited.get("content"))]
+            deltas += [{"text": text} for text in said if isinstance(text, str)]
+            deltas += [
+                {"citation": c} for c in _list(cited.get("citations")) if isinstance(c, dict)
+            ]
         else:
             # A document, a tool result: no call and no text of the turn.
             continue

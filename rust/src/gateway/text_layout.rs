@@ -7,8 +7,9 @@
 //! A mark is taken once per text block, never per delta; the places go on the calls as
 //! metadata only at the end, and only when the text was not one block right before the first
 //! call, where the turn puts it anyway. A turn with no call keeps them itself
-//! ([`TextLayout::turn_places`]). A Gemini thought signature on a text part goes with its
-//! block's place, which the next turn sends it back with.
+//! ([`TextLayout::turn_places`]). What the provider wants back on a text block goes with
+//! its place: a Gemini thought signature on a text part, the citations of an Anthropic or
+//! Bedrock text block. One writer then serves a turn with calls and one without.
 
 use std::fmt::Write;
 
@@ -30,6 +31,8 @@ struct Block {
     calls: usize,
     /// Its Gemini thought signature: where in [`TextLayout::signatures`].
     signed: Option<usize>,
+    /// Its citations (Anthropic, Bedrock): where in [`TextLayout::citations`].
+    cited: Option<usize>,
 }
 
 /// The text blocks' places in one response.
@@ -38,8 +41,15 @@ pub(super) struct TextLayout {
     blocks: Vec<Block>,
     /// The thought signatures Gemini put on text parts, as JSON strings, each on its block.
     signatures: Vec<String>,
-    /// A replay (or too many blocks) made the places unknown.
+    /// The citations of text blocks, each block's as the members of a JSON list (objects
+    /// joined by commas), on its block.
+    citations: Vec<String>,
+    /// Too many blocks made the places unknown.
     lost: bool,
+    /// While a response replayed from its start (a reconnect) sends again the blocks kept:
+    /// how many it has begun again. Its text and calls are kept once, so the blocks keep their
+    /// places, each matched by its order; marks past them are new blocks.
+    replayed: Option<usize>,
     /// Of the raw path's text: the bytes whose characters are counted, and their count.
     counted_bytes: usize,
     counted_chars: usize,
@@ -53,14 +63,23 @@ impl TextLayout {
         if self.lost {
             return;
         }
+        if let Some(again) = self.replayed {
+            if again < self.blocks.len() {
+                self.replayed = Some(again + 1);
+                return;
+            }
+            self.replayed = None;
+        }
         let mut block = Block {
             at,
             reasoning,
             calls,
             signed: None,
+            cited: None,
         };
         if let Some(last) = self.blocks.last_mut().filter(|last| last.at == at) {
             block.signed = last.signed;
+            block.cited = last.cited;
             *last = block;
         } else if self.blocks.len() == MAX_BLOCKS {
             self.lose();
@@ -72,7 +91,7 @@ impl TextLayout {
     /// The block begun last carries the thought signature `json` (a JSON string), which the
     /// next turn sends back on its part; a later one replaces it.
     pub(super) fn sign(&mut self, json: &str) {
-        let Some(last) = self.blocks.last_mut().filter(|_| !self.lost) else {
+        let Some(last) = self.open().and_then(|i| self.blocks.get_mut(i)) else {
             return;
         };
         match last.signed.and_then(|i| self.signatures.get_mut(i)) {
@@ -80,6 +99,40 @@ impl TextLayout {
             None => {
                 last.signed = Some(self.signatures.len());
                 self.signatures.push(json.to_owned());
+            }
+        }
+    }
+
+    /// Whether a citation would be kept ([`TextLayout::cite`]): a text block started, and the
+    /// places are known, else the next turn could not say which block it is for.
+    pub(super) fn citable(&self) -> bool {
+        self.open().is_some()
+    }
+
+    /// Where the block begun last is: the last one, or during a replay the one it began
+    /// again last; `None` when none was (or the places were let go).
+    fn open(&self) -> Option<usize> {
+        match self.replayed {
+            _ if self.lost => None,
+            Some(again) => again.checked_sub(1),
+            None => self.blocks.len().checked_sub(1),
+        }
+    }
+
+    /// The block begun last carries one more citation, `json` (the JSON text of an object),
+    /// after those it has; nothing when it is not [`TextLayout::citable`].
+    pub(super) fn cite(&mut self, json: &str) {
+        let Some(last) = self.open().and_then(|i| self.blocks.get_mut(i)) else {
+            return;
+        };
+        match last.cited.and_then(|i| self.citations.get_mut(i)) {
+            Some(held) => {
+                held.push(',');
+                held.push_str(json);
+            }
+            None => {
+                last.cited = Some(self.citations.len());
+                self.citations.push(json.to_owned());
             }
         }
     }
@@ -100,18 +153,18 @@ impl TextLayout {
         self.mark(self.counted_chars, reasoning, calls);
     }
 
-    /// Characters of text before the block that started last; `None` when none did or the
-    /// places were let go.
-    pub(super) fn last_start(&self) -> Option<usize> {
-        self.blocks.last().map(|b| b.at)
-    }
-
-    /// The response starts again (a replay after a reconnect): the blocks and calls it sends
-    /// again would be marked past the text and calls kept, so the places are let go, unless
-    /// nothing was kept yet.
+    /// The response starts again (a replay after a reconnect): it sends again the blocks kept
+    /// so far, which keep their places (see [`TextLayout::replayed`]), and their citations,
+    /// which are let go here to be kept once (the caller gives their bytes back). Nothing
+    /// changes when nothing was kept yet.
     pub(super) fn restart(&mut self, calls: usize) {
-        if !self.blocks.is_empty() || calls > 0 {
-            self.lose();
+        if self.lost || (self.blocks.is_empty() && calls == 0) {
+            return;
+        }
+        self.replayed = Some(0);
+        self.citations = Vec::new();
+        for block in &mut self.blocks {
+            block.cited = None;
         }
     }
 
@@ -119,12 +172,15 @@ impl TextLayout {
         self.lost = true;
         self.blocks = Vec::new();
         self.signatures = Vec::new();
+        self.citations = Vec::new();
     }
 
     /// Writes the places on the calls as metadata: on each call, `text_before`, the blocks
     /// between the call before it and itself; on the last call, `text_after`, the blocks after
-    /// it; each block as `[characters of text before it, reasoning blocks before it]` (a Gemini
-    /// text part's thought signature third, see [`TextLayout::sign`]). Nothing
+    /// it; each block as `[characters of text before it, reasoning blocks before it]`, then
+    /// what goes back on it: a Gemini text part's thought signature (a JSON string, see
+    /// [`TextLayout::sign`]), a cited block's citations (a JSON list, see
+    /// [`TextLayout::cite`]). Nothing
     /// when the text is one block right before the first call, after the reasoning blocks
     /// that call follows (see [`TextLayout::is_plain`]): the turn sends it there anyway.
     /// `kept`: the reasoning blocks kept, in output order.
@@ -176,7 +232,7 @@ impl TextLayout {
         let [only] = self.blocks.as_slice() else {
             return self.blocks.is_empty();
         };
-        if only.at != 0 || only.calls != 0 || only.signed.is_some() {
+        if only.at != 0 || only.calls != 0 || only.signed.is_some() || only.cited.is_some() {
             return false;
         }
         let count = |key| {
@@ -196,7 +252,7 @@ impl TextLayout {
     }
 
     /// `blocks` as a JSON list of `[at, reasoning]` pairs, into `json` (cleared first); a
-    /// signed block's with its signature third.
+    /// signed block's with its signature after them, a cited one's with its citations' list.
     fn write_blocks(&self, json: &mut String, blocks: &[Block]) {
         json.clear();
         json.push('[');
@@ -209,6 +265,11 @@ impl TextLayout {
             if let Some(signature) = block.signed.and_then(|s| self.signatures.get(s)) {
                 json.push(',');
                 json.push_str(signature);
+            }
+            if let Some(cited) = block.cited.and_then(|c| self.citations.get(c)) {
+                json.push_str(",[");
+                json.push_str(cited);
+                json.push(']');
             }
             json.push(']');
         }
@@ -277,8 +338,9 @@ mod tests {
         assert_eq!(layout.turn_places(0).as_deref(), Some("[[0,1],[7,2]]"));
         // With calls, the calls carry them.
         assert_eq!(layout.turn_places(1), None);
+        // A replay keeps them.
         layout.restart(0);
-        assert_eq!(layout.turn_places(0), None);
+        assert_eq!(layout.turn_places(0).as_deref(), Some("[[0,1],[7,2]]"));
     }
 
     #[test]
@@ -319,22 +381,45 @@ mod tests {
     }
 
     #[test]
-    fn a_replay_or_too_many_blocks_lose_the_places() {
-        let mut layout = TextLayout::default();
-        layout.restart(0);
-        layout.mark(0, 0, 1);
-        assert_eq!(
-            written(&layout, 1),
-            vec![vec![pair("text_after", "[[0,0]]")]]
-        );
-        layout.restart(1);
-        layout.mark(4, 0, 1);
-        assert!(layout.lost && layout.blocks.is_empty());
+    fn too_many_blocks_lose_the_places() {
         let mut many = TextLayout::default();
         for at in 0..=MAX_BLOCKS {
             many.mark(at, 0, 1);
         }
         assert!(many.lost && many.blocks.is_empty());
+        many.restart(1);
+        many.mark(0, 0, 0);
+        assert!(many.lost && many.blocks.is_empty() && !many.citable());
+    }
+
+    #[test]
+    fn a_replayed_response_keeps_its_places_and_its_citations_once() {
+        let mut layout = TextLayout::default();
+        // Nothing kept yet: the replay marks anew.
+        layout.restart(0);
+        assert_eq!(layout.replayed, None);
+        layout.mark(0, 0, 0);
+        layout.cite(r#"{"n":1}"#);
+        layout.mark(6, 0, 1);
+        layout.restart(1);
+        // Before the replay begins a block again, a citation has no block.
+        assert!(!layout.citable());
+        // The blocks sent again keep their places, whatever the text kept says now; their
+        // citations come again with them, once.
+        layout.mark(9, 0, 1);
+        layout.cite(r#"{"n":1}"#);
+        layout.mark(9, 0, 1);
+        layout.sign(r#""c2ln""#);
+        // A block past those kept is a new one.
+        layout.mark(9, 0, 1);
+        layout.cite(r#"{"n":2}"#);
+        assert_eq!(
+            written(&layout, 1),
+            vec![vec![
+                pair("text_before", r#"[[0,0,[{"n":1}]]]"#),
+                pair("text_after", r#"[[6,0,"c2ln"],[9,0,[{"n":2}]]]"#)
+            ]]
+        );
     }
 
     fn item(json: &str) -> Reasoning {
@@ -395,6 +480,36 @@ mod tests {
             written(&one, 1),
             vec![vec![pair("text_before", r#"[[0,0,"c2ln"]]"#)]]
         );
+    }
+
+    #[test]
+    fn a_cited_block_keeps_its_citations_with_its_place_with_calls_or_without() {
+        let mut layout = TextLayout::default();
+        assert!(!layout.citable());
+        layout.mark(0, 0, 0);
+        layout.cite(r#"{"n":1}"#);
+        layout.cite(r#"{"n":2}"#);
+        layout.mark(4, 1, 0);
+        layout.mark(9, 1, 0);
+        layout.cite(r#"{"n":3}"#);
+        // A turn with no call keeps them itself, each block's after its counts.
+        assert_eq!(
+            layout.turn_places(0).as_deref(),
+            Some(r#"[[0,0,[{"n":1},{"n":2}]],[4,1],[9,1,[{"n":3}]]]"#)
+        );
+        // One cited block right before the first call is written: the call cannot carry it.
+        let mut one = TextLayout::default();
+        one.mark(0, 0, 0);
+        one.cite(r#"{"n":1}"#);
+        assert_eq!(
+            written(&one, 1),
+            vec![vec![pair("text_before", r#"[[0,0,[{"n":1}]]]"#)]]
+        );
+        // A block that gives way keeps them; once the places are lost, none is kept.
+        one.mark(0, 0, 0);
+        assert_eq!(one.turn_places(0).as_deref(), Some(r#"[[0,0,[{"n":1}]]]"#));
+        one.restart(1);
+        assert!(!one.citable() && one.citations.is_empty());
     }
 
     #[test]
