@@ -3,8 +3,10 @@ continuation can fix, identical for every split, never for a valid call."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.conftest import Splitter
@@ -295,3 +297,39 @@ def test_secrets_of_a_tool_that_is_not_there_are_refused() -> None:
     registry = ToolRegistry({"transfer": schema}, secrets={"transfer": ["/pin"]})
     error = registry.check("transfer", b'{"pin": "123456"}')
     assert error is not None and error.got == "[redacted]"
+
+
+BIG = 12345678901234567890  # past 2**53: its neighbours share its nearest double
+
+
+@pytest.mark.parametrize(
+    ("rule", "written"),
+    [
+        ({"const": BIG}, "12345678901234567891"),
+        ({"const": BIG}, "12345678901234567890"),
+        ({"const": BIG}, "12345678901234567891.0"),
+        ({"const": BIG}, "1.2345678901234567e19"),
+        ({"enum": [BIG, "a"]}, "12345678901234567891"),
+        ({"enum": [[BIG]]}, "[12345678901234567891]"),
+        ({"enum": [[BIG]]}, "[12345678901234567890]"),
+        ({"type": "integer", "maximum": 2**53}, "9007199254740993"),
+        ({"type": "integer", "minimum": 2**53 + 1}, "9007199254740992"),
+        ({"type": "integer", "exclusiveMaximum": 2**53 + 1}, "9007199254740993"),
+        ({"type": "integer", "multipleOf": 3}, "9007199254740995"),
+        ({"oneOf": [{"const": BIG}, {"type": "number", "multipleOf": 0.5}]}, f"{BIG}.0"),
+        ({"oneOf": [{"const": BIG}, {"type": "number", "multipleOf": 0.5}]}, f"{BIG}"),
+    ],
+)
+def test_integers_past_a_doubles_precision_are_judged_as_jsonschema_judges_them(
+    rule: dict[str, Any], written: str, splitter: Splitter
+) -> None:
+    # Python reads an integer as an exact `int`: `...891` is no `...890` there, though both
+    # are the same float; a float written for it is the float Python reads.
+    schema = {"type": "object", "properties": {"x": rule}}
+    text = f'{{"x": {written}}}'
+    a = Assembler(tools=ToolRegistry({"t": schema}))
+    for i, piece in enumerate(splitter(text.encode())):
+        a.feed(0, id="c1", name="t" if i == 0 else None, arguments=piece)
+    (call,) = a.finish()
+    valid = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+    assert (call.error is None) == valid, call.error

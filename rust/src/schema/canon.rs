@@ -46,23 +46,28 @@ impl Canon {
         }
     }
 
-    /// Whether the two are equal with every number read as its nearest `f64`.
+    /// Whether some reader takes `other`, a value read from the arguments, for `self`, a
+    /// schema constant, with each number read as [`Decimal::read_as_this`] has it.
     ///
     /// `jsonschema` compares the floats Python reads, to which `[0.1000000000000000001]` is
-    /// `[0.1]`; numbers equal as Python reads them are equal as floats, so a value this
-    /// refuses is refused by every reading (the pre-check reports only those). A scalar
-    /// `enum` is judged alike (`float_reading_fails`).
-    pub fn float_eq(&self, other: &Self) -> bool {
+    /// `[0.1]`, but reads an integer as an exact `int`: `[12345678901234567891]` is not
+    /// `[12345678901234567890]` to it. A value this refuses is refused by every reading (the
+    /// pre-check reports only those). A scalar `enum` is judged alike (`float_reading_fails`).
+    pub fn read_as_this(&self, other: &Self) -> bool {
         match (self, other) {
-            (Self::Num(a), Self::Num(b)) => a.as_ref().to_f64() == b.as_ref().to_f64(),
+            (Self::Num(a), Self::Num(b)) => {
+                let x = b.as_ref().to_f64();
+                let exact = (!b.written_int()).then(|| Decimal::of_f64(x)).flatten();
+                a == b || a.read_as_this(x, exact.as_ref())
+            }
             (Self::Arr(a), Self::Arr(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.float_eq(y))
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.read_as_this(y))
             }
             (Self::Obj(a), Self::Obj(b)) => {
                 a.len() == b.len()
                     && a.iter()
                         .zip(b)
-                        .all(|((ka, va), (kb, vb))| ka == kb && va.float_eq(vb))
+                        .all(|((ka, va), (kb, vb))| ka == kb && va.read_as_this(vb))
             }
             _ => self == other,
         }

@@ -63,7 +63,7 @@ use super::compile::{
     ObjectRule, PatternMember, FALSE_NODE, NONE, TRUE_NODE, T_ARRAY, T_BOOL, T_INTEGER, T_NULL,
     T_NUMBER, T_OBJECT, T_STRING,
 };
-use super::decimal::{float_multiple, parse_into, DecRef, Decimal, Fixed};
+use super::decimal::{float_multiple, is_int_lexeme, parse_into, DecRef, Decimal, Fixed};
 use super::trie::Trie;
 use super::{push_pointer_token, ToolSchema};
 use crate::error::{Error, ErrorKind, SchemaDetail};
@@ -979,8 +979,7 @@ impl State {
             Payload::Num(lexeme) => {
                 if n.number.is_none()
                     && n.enumeration.is_none()
-                    && (n.types & T_NUMBER != 0
-                        || !lexeme.iter().any(|&b| matches!(b, b'.' | b'e' | b'E')))
+                    && (n.types & T_NUMBER != 0 || is_int_lexeme(lexeme))
                 {
                     return true;
                 }
@@ -1002,7 +1001,14 @@ impl State {
                 // A rule left to the final validation sends the value to the general path,
                 // which keeps an enclosing `oneOf` from counting it as a certain match.
                 let uncertain = Cell::new(false);
-                number_failure(n, &d, |f| float_reading_fails(n, lexeme, f), &uncertain).is_none()
+                number_failure(
+                    n,
+                    &d,
+                    is_int_lexeme(lexeme),
+                    |f| float_reading_fails(n, lexeme, f),
+                    &uncertain,
+                )
+                .is_none()
                     && !uncertain.get()
             }
             Payload::Bool(b) => n
@@ -1893,8 +1899,7 @@ impl State {
                 Payload::Num(lexeme)
                     if n.number.is_none()
                         && n.enumeration.is_none()
-                        && (n.types & T_NUMBER != 0
-                            || !lexeme.iter().any(|&b| matches!(b, b'.' | b'e' | b'E'))) => {}
+                        && (n.types & T_NUMBER != 0 || is_int_lexeme(lexeme)) => {}
                 Payload::Num(lexeme) => {
                     if parsed.is_none() {
                         parsed = parse_into(lexeme, &mut self.num);
@@ -1909,6 +1914,7 @@ impl State {
                         let failure = number_failure(
                             n,
                             &d,
+                            is_int_lexeme(lexeme),
                             |f| float_reading_fails(n, lexeme, f),
                             &uncertain,
                         );
@@ -2035,7 +2041,9 @@ impl State {
         if let (Some(e), Some(v)) = (&n.enumeration, captured) {
             // Digits beyond a double's precision are left to the final validation, as for a
             // scalar (the float comparison runs only once the exact one has failed).
-            if !e.containers.iter().any(|c| c == v) && !e.containers.iter().any(|c| c.float_eq(v)) {
+            if !e.containers.iter().any(|c| c == v)
+                && !e.containers.iter().any(|c| c.read_as_this(v))
+            {
                 self.fail_at_depth(
                     nodes,
                     i,
@@ -2428,11 +2436,14 @@ fn fixed_number_failure(n: &Node, x: Fixed) -> Option<Option<Failure>> {
 /// `99999999999999999999.5` may be whole, but it is above `maximum: 5` either way.
 ///
 /// `uncertain` is set when a rule the exact value breaks was let pass (denied by `holds`, or
-/// within the float tolerance of `multipleOf`): the final validation decides it, so the value
+/// within the float tolerance of `multipleOf`), or an `enum` member it equals may be another
+/// number to a reader (see [`Decimal::reads_alike`]): the final validation decides it, so the value
 /// may still fail there, and a `oneOf` must not count its branch as a certain match.
+/// `int` tells whether the number was written as an integer (see [`is_int_lexeme`]).
 fn number_failure(
     n: &Node,
     d: &DecRef<'_>,
+    int: bool,
     mut holds: impl FnMut(Failure) -> bool,
     uncertain: &Cell<bool>,
 ) -> Option<Failure> {
@@ -2482,8 +2493,10 @@ fn number_failure(
         }
     }
     if let Some(e) = &n.enumeration {
-        if !e.numbers.iter().any(|x| x.as_ref().cmp(d).is_eq()) {
-            return found(Failure::Enum);
+        match e.numbers.iter().find(|x| x.as_ref().cmp(d).is_eq()) {
+            None => return found(Failure::Enum),
+            Some(x) if !x.reads_alike(int) => uncertain.set(true),
+            Some(_) => {}
         }
     }
     None
@@ -2506,6 +2519,9 @@ fn float_reading_fails(n: &Node, lexeme: &[u8], failure: Failure) -> bool {
         return true;
     };
     let float = |d: &Decimal| d.as_ref().to_f64();
+    // An integer written as one is an exact `int` to Python, compared exactly with another:
+    // only a float on one side (or a float field's reading, below) rounds.
+    let int = is_int_lexeme(lexeme);
     match failure {
         Failure::Type => !(x.is_finite() && x.fract() == 0.0),
         Failure::Bound(keyword) => {
@@ -2520,6 +2536,12 @@ fn float_reading_fails(n: &Node, lexeme: &[u8], failure: Failure) -> bool {
                 _ => (&rule.exclusive_maximum, |o| o != Less),
             };
             bound.as_ref().map_or(true, |b| {
+                // An integer against an integer bound where no float field can read it (no
+                // `number` type): `jsonschema` and Pydantic's `int` compare them exactly, so
+                // `9007199254740993` is above `maximum: 9007199254740992` to both.
+                if int && b.written_int() && n.types & T_NUMBER == 0 {
+                    return true;
+                }
                 // Both float readings must break it: Pydantic's (the bound a float too) and
                 // Python's (`jsonschema` compares the float with an integer bound exactly).
                 breaks(x.partial_cmp(&float(b)).unwrap_or(Equal))
@@ -2528,10 +2550,10 @@ fn float_reading_fails(n: &Node, lexeme: &[u8], failure: Failure) -> bool {
                             .map_or(true, |e| breaks(e.as_ref().cmp(&b.as_ref()))))
             })
         }
-        Failure::Enum => n
-            .enumeration
-            .as_ref()
-            .map_or(true, |e| !e.numbers.iter().any(|v| float(v) == x)),
+        Failure::Enum => n.enumeration.as_ref().map_or(true, |e| {
+            let exact = exact_of(x, lexeme);
+            !e.numbers.iter().any(|v| v.read_as_this(x, exact.as_ref()))
+        }),
         Failure::MultipleOf => {
             // `jsonschema` divides the float Python read: `9007199254740995.0` is
             // `9007199254740996.0` there, a multiple of 3.
@@ -2549,11 +2571,10 @@ fn float_reading_fails(n: &Node, lexeme: &[u8], failure: Failure) -> bool {
 /// The exact value of `x`, the float Python reads from `lexeme`, when Python reads a float
 /// there (a fraction or an exponent; an integer lexeme is an exact `int`).
 fn exact_of(x: f64, lexeme: &[u8]) -> Option<Decimal> {
-    if !x.is_finite() || !lexeme.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+    if is_int_lexeme(lexeme) {
         return None;
     }
-    // 1080 places hold every digit of a double (the smallest has 1074 after the point).
-    Decimal::parse(&format!("{x:.1080}"))
+    Decimal::of_f64(x)
 }
 
 fn branch_words(nodes: &[Node], branches: &[NodeId]) -> String {

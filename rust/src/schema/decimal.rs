@@ -34,13 +34,25 @@ pub(crate) struct DecRef<'a> {
     pub exp: i64,
 }
 
-/// An owned exact decimal (schema constants).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// An owned exact decimal (schema constants), with how it was written.
+#[derive(Debug, Clone)]
 pub(crate) struct Decimal {
     neg: bool,
     digits: Box<[u8]>,
     exp: i64,
+    /// Written without fraction or exponent: Python reads it as an exact `int`, which it
+    /// compares with another `int` exactly, where any other lexeme is a `float` to it.
+    int: bool,
 }
+
+/// Equal by value, however written (`1.0 == 1`, as JSON Schema compares numbers).
+impl PartialEq for Decimal {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_ref() == other.as_ref()
+    }
+}
+
+impl Eq for Decimal {}
 
 impl Decimal {
     /// Parses a JSON number lexeme; `None` when it is not one.
@@ -51,7 +63,45 @@ impl Decimal {
             neg,
             digits: buf.into_boxed_slice(),
             exp,
+            int: is_int_lexeme(lexeme.as_bytes()),
         })
+    }
+
+    /// Whether it was written as an integer (see [`is_int_lexeme`]).
+    pub fn written_int(&self) -> bool {
+        self.int
+    }
+
+    /// The exact value of a finite double (written as a float).
+    pub fn of_f64(x: f64) -> Option<Self> {
+        if !x.is_finite() {
+            return None;
+        }
+        // 1080 places hold every digit of a double (the smallest has 1074 after the point).
+        Self::parse(&format!("{x:.1080}"))
+    }
+
+    /// Whether every reader takes a number equal to this one, written as an integer when
+    /// `int`, for this one. Written alike, both are the same `int` or the same `float` to
+    /// Python; written apart, one is a `float`, which Python compares with the other exactly:
+    /// `12345678901234567890.0` is the float `12345678901234567168.0` there, which is no
+    /// `12345678901234567890`, unless that is exactly a double.
+    pub fn reads_alike(&self, int: bool) -> bool {
+        self.int == int || Self::of_f64(self.as_ref().to_f64()).is_some_and(|e| e == *self)
+    }
+
+    /// Whether some reader takes a number that is not this schema constant as written for
+    /// this constant: `x` is the number's nearest double, `exact` the exact value of `x` when
+    /// the number was written as a float (`None` for an integer, an exact `int` to Python).
+    /// An integer constant is an `int`, equal only to a float of exactly its value; a float
+    /// constant is equal to any number with the same nearest double, as a float field
+    /// (Pydantic's float enums) reads both.
+    pub fn read_as_this(&self, x: f64, exact: Option<&Self>) -> bool {
+        if self.int {
+            exact.is_some_and(|e| e == self)
+        } else {
+            self.as_ref().to_f64() == x
+        }
     }
 
     pub fn as_ref(&self) -> DecRef<'_> {
@@ -79,6 +129,12 @@ impl Decimal {
         }
         Some(v)
     }
+}
+
+/// Whether a number lexeme is an integer as written (no fraction, no exponent): Python's
+/// `json` reads it as an exact `int`, so every reader compares it exactly with another such.
+pub(crate) fn is_int_lexeme(lexeme: &[u8]) -> bool {
+    !lexeme.iter().any(|b| matches!(b, b'.' | b'e' | b'E'))
 }
 
 /// Parses `lexeme` into `buf` (cleared first) and returns `(neg, exp)` as in [`DecRef`].

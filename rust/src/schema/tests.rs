@@ -927,6 +927,82 @@ fn digits_beyond_a_double_are_left_to_the_final_validation() {
 }
 
 #[test]
+fn integers_as_written_are_compared_exactly() {
+    // Past 2**53 many integers share a nearest double, but Python reads an integer as an
+    // exact `int` (and Pydantic's `int` and `Literal` fields compare it so): `...891` is not
+    // `...890` to any reader, in `const`, `enum`, an array member, or against an integer
+    // bound where no float field may read it.
+    let big = json!({"properties": {
+        "c": {"const": 12_345_678_901_234_567_890_u64},
+        "e": {"enum": [12_345_678_901_234_567_890_u64, "a"]},
+        "a": {"enum": [[12_345_678_901_234_567_890_u64]]},
+        "max": {"type": "integer", "maximum": 9_007_199_254_740_992_u64},
+        "min": {"type": "integer", "exclusiveMinimum": 9_007_199_254_740_993_u64},
+    }});
+    assert_eq!(
+        one(&big, r#"{"c":12345678901234567891}"#),
+        at(25, "/c", "const")
+    );
+    assert_eq!(one(&big, r#"{"e":12345678901234567891}"#).2, "enum");
+    assert_eq!(one(&big, r#"{"a":[12345678901234567891]}"#).2, "enum");
+    assert_eq!(one(&big, r#"{"max":9007199254740993}"#).2, "maximum");
+    assert_eq!(
+        one(&big, r#"{"min":9007199254740992}"#).2,
+        "exclusiveMinimum"
+    );
+    ok(
+        &big,
+        r#"{"c":12345678901234567890,"e":12345678901234567890}"#,
+    );
+    ok(
+        &big,
+        r#"{"a":[12345678901234567890],"max":9007199254740992}"#,
+    );
+    // Written as a float it is the float Python reads, which equals an integer only when it
+    // is exactly that integer: `...891.0` and `1.2345678901234567e19` are `...168.0`.
+    assert_eq!(one(&big, r#"{"c":12345678901234567891.0}"#).2, "const");
+    assert_eq!(one(&big, r#"{"e":1.2345678901234567e19}"#).2, "enum");
+    assert_eq!(one(&big, r#"{"a":[1.2345678901234567e19]}"#).2, "enum");
+    // Its own digits are the member, as the final validation reads a whole float.
+    ok(
+        &big,
+        r#"{"c":12345678901234567890.0,"e":1.234567890123456789e19}"#,
+    );
+    // A float constant or a float field reads the integer as its nearest double.
+    let floats = json!({"properties": {
+        "c": {"const": 1.2345678901234567e19},
+        "max": {"type": "number", "maximum": 9_007_199_254_740_992_u64},
+    }});
+    ok(
+        &floats,
+        r#"{"c":12345678901234567890,"max":9007199254740993}"#,
+    );
+}
+
+#[test]
+fn one_of_member_equal_only_as_written_is_no_certain_match() {
+    // `12345678901234567890.0` is the member `12345678901234567890` as written, but the float
+    // `12345678901234567168.0` to `jsonschema`, where it is no member and only the second
+    // branch matches: not "more than one".
+    let s = json!({"oneOf": [
+        {"const": 12_345_678_901_234_567_890_u64},
+        {"type": "number", "multipleOf": 0.5}
+    ]});
+    ok(&s, "12345678901234567890.0");
+    ok(&s, "1.234567890123456789e19");
+    ok(
+        &json!({"properties": {"x": s}}),
+        r#"{"x":12345678901234567890.0}"#,
+    );
+    // Written alike, or a member that is exactly a double, it counts twice.
+    assert_eq!(one(&s, "12345678901234567890"), at(20, "", "oneOf"));
+    let exact = json!({"oneOf": [{"const": 4}, {"type": "number", "multipleOf": 0.5}]});
+    assert_eq!(one(&exact, "4.0"), at(3, "", "oneOf"));
+    let float = json!({"oneOf": [{"const": 0.5}, {"type": "number", "multipleOf": 0.5}]});
+    assert_eq!(one(&float, "0.50"), at(4, "", "oneOf"));
+}
+
+#[test]
 fn a_rule_the_float_reading_keeps_does_not_hide_the_next_one() {
     // To a float `99999999999999999999.5` is a whole number, so `type: integer` is left to
     // the final validation; it is above `maximum: 5` whatever the reading, and that was not
