@@ -1059,7 +1059,7 @@ class Executor(LiveState):
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
-        _check_call(call)
+        """`execute` for a call already checked with `_check_call`."""
         with self._lock:
             spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
@@ -1154,7 +1154,7 @@ class Executor(LiveState):
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
-        _check_call(call)
+        """`aexecute` for a call already checked with `_check_call`."""
         with self._lock:
             spec = self._tools.get(call.tool)
         run = self._prepare(call, context, parse_time, validation_time, coercions, spec)
@@ -1262,13 +1262,17 @@ class Executor(LiveState):
         # Calls that reached `_aexecute`, which records each call however it ends.
         entered: set[int] = set()
 
+        async def enter(i: int, call: ValidatedCall) -> ExecutionResult:
+            entered.add(i)
+            # A call built wrongly is answered like one that raises: one result per call.
+            _check_call(call)
+            return await self._aexecute(call, ctx)
+
         async def one(i: int, call: ValidatedCall) -> ExecutionResult:
             if gate is None:
-                entered.add(i)
-                return await self._aexecute(call, ctx)
+                return await enter(i, call)
             async with gate:
-                entered.add(i)
-                return await self._aexecute(call, ctx)
+                return await enter(i, call)
 
         try:
             outcomes = await asyncio.gather(
@@ -1298,6 +1302,8 @@ class Executor(LiveState):
 
     def _execute_guarded(self, call: ValidatedCall, ctx: RequestContext) -> ExecutionResult:
         try:
+            # A call built wrongly is answered like one that raises: one result per call.
+            _check_call(call)
             return self._execute(call, ctx)
         except Exception as exc:
             return self._internal_error(call, exc, ctx, record=True)
