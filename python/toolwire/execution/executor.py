@@ -91,7 +91,6 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
-from itertools import chain
 from operator import methodcaller
 from typing import Any, Literal, Protocol, TypeVar, cast
 
@@ -125,6 +124,7 @@ from toolwire.execution.idempotency import (
     MIN_FINGERPRINT_KEY_BYTES,
     derive_key,
     fingerprints,
+    flat_rows,
 )
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
@@ -2890,8 +2890,6 @@ def _own_copy(arguments: Any) -> Any:
 _IMMUTABLE: frozenset[type] = frozenset(
     {str, bytes, int, float, complex, bool, type(None), SecretStr, SecretBytes, uuid.UUID}
 )
-_DICT: frozenset[type] = frozenset({dict})
-_VALUES = methodcaller("values")
 _COPY = methodcaller("copy")
 
 
@@ -2908,8 +2906,7 @@ def _copied(value: Any) -> Any:
         if kinds <= _IMMUTABLE:
             return items.copy()
         # Rows of immutable values, the usual shape of a large argument: copied in C too.
-        values = chain.from_iterable(map(_VALUES, items)) if kinds <= _DICT else None
-        if values is not None and set(map(type, values)) <= _IMMUTABLE:
+        if flat_rows(items, kinds, _IMMUTABLE):
             return list(map(_COPY, items))
         return [_copied(v) for v in items]
     if kind is tuple:
