@@ -160,6 +160,45 @@ def test_another_instance_finds_a_claim_stale_a_lease_after_it_first_saw_it(
     assert claim(other, "report").status == "stale"
 
 
+def test_a_claim_whose_holder_died_a_lease_ago_is_stale_at_first_look(tmp_path: Path) -> None:
+    # The defect: an instance first looking at a claim whose holder died (no renewal for a
+    # whole lease of elapsed time, measured on this boot) waited a whole lease of its own
+    # before acting on it. The file's clock measured that time already.
+    clock = FakeClock()
+    holder, other = two_instances(clock, tmp_path)
+    assert claim(holder).status == "claimed"
+    clock.advance(LEASE + 1)  # real time: the holder stopped renewing and is gone
+    assert claim(other, "report").status == "stale"
+
+
+def test_a_claim_of_the_first_write_since_a_reboot_is_timed_too(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    before = FakeClock()
+    ledger = SqliteLedger(path, clock=before)
+    ledger.claim("other key", fingerprint="f", tool="t", lease=LEASE)
+    ledger.close()
+    after = FakeClock(start=before.time() + 3600, monotonic_start=5.0)  # another boot
+    # The holder's claim is its first write on this boot, and it dies right after it.
+    assert claim(SqliteLedger(path, clock=after)).status == "claimed"
+    after.advance(LEASE + 1)
+    assert claim(SqliteLedger(path, clock=after), "report").status == "stale"
+
+
+def test_a_claim_seen_first_part_way_through_its_lease_is_live_for_the_rest(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    holder, other = two_instances(clock, tmp_path)
+    assert claim(holder).status == "claimed"
+    clock.advance(LEASE / 2)
+    clock.jump(LEASE)  # the wall clock says the lease ran out: only half of it did
+    busy = claim(other, "report")
+    assert busy.status == "in_progress"
+    assert busy.lease_remaining == pytest.approx(LEASE / 2)
+    clock.advance(LEASE / 2 + 1)
+    assert claim(other, "report").status == "stale"
+
+
 def test_a_renewal_restarts_another_instances_watch(tmp_path: Path) -> None:
     clock = FakeClock()
     holder, other = two_instances(clock, tmp_path)

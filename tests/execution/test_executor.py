@@ -1776,6 +1776,34 @@ def test_a_call_built_wrongly_is_misuse(tool: Any, call_id: Any, says: str) -> N
     assert result.state == "downstream_failed" and not ran
 
 
+def test_each_entry_point_checks_a_call_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `execute` and `aexecute` checked the call, then checked it again on the way in.
+    import toolwire.execution.executor as executor_module
+
+    checked: list[object] = []
+    check = executor_module._malformed
+
+    def counted(call: object) -> str | None:
+        checked.append(call)
+        return check(call)
+
+    one, two = Call("w", "c1", {}), Call("w", "c2", {})  # `Call` checks itself when built
+    monkeypatch.setattr(executor_module, "_malformed", counted)
+    ex = Executor(observer=quiet_observer())
+    ex.register("w", lambda args: "done")
+    assert ex.execute(one).state == "ok"
+    assert checked == [one]
+    checked.clear()
+    assert asyncio.run(ex.aexecute(one)).state == "ok"
+    assert checked == [one]
+    checked.clear()
+    assert [r.state for r in ex.execute_all([one, two])] == ["ok", "ok"]
+    assert checked == [one, two]
+    checked.clear()
+    assert [r.state for r in asyncio.run(ex.aexecute_all([one, two]))] == ["ok", "ok"]
+    assert checked == [one, two]
+
+
 def _refuse_toolwire_threads(patched: pytest.MonkeyPatch) -> None:
     """The process at its thread limit, for the executor's own threads."""
     start = threading.Thread.start

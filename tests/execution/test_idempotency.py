@@ -42,7 +42,7 @@ from toolwire.execution import (
     derive_key,
     fingerprint,
 )
-from toolwire.execution.idempotency import redacted_fingerprint
+from toolwire.execution.idempotency import fingerprints, redacted_fingerprint
 from toolwire.execution.ledger import decide_renew
 
 DAY = 24 * 3600.0
@@ -380,6 +380,50 @@ def test_digests_of_a_list_of_flat_objects_cost_no_python_work_per_object() -> N
     assert python_calls(digests(2000)) == python_calls(digests(1))
     assert canonical_json({"rows": [{"b": 1, "a": "x"}, {"c": None}]}) == (
         '{"rows":[{"a":"x","b":1},{"c":null}]}'
+    )
+
+
+class _Point(BaseModel):
+    x: float
+    y: float
+
+
+class _Route(BaseModel):
+    points: list[_Point]
+
+
+def test_a_nested_models_digest_costs_few_python_calls_per_model() -> None:
+    # Every call of a model's tool takes its digests: each nested model cost pydantic's
+    # `model_fields` and `model_extra` descriptors (Python calls), and each float a walk
+    # through the Decimal encoder.
+    def per_point(take: Callable[[Any], object]) -> float:
+        def run(size: int) -> int:
+            data = _Route(points=[_Point(x=i + 0.5, y=-i / 3) for i in range(size)])
+            return python_calls(lambda: take(data))
+
+        return (run(101) - run(1)) / 100
+
+    assert per_point(lambda data: fingerprints(data)) <= 10
+    data = _Route(points=[_Point(x=1.0, y=-0.0), _Point(x=1e16, y=1.5e-7)])
+    assert canonical_json(data) == (
+        '{"points":[{"x":1,"y":0},{"x":10000000000000000,"y":0.00000015}]}'
+    )
+
+
+def test_floats_are_written_as_their_shortest_repr_read_exactly() -> None:
+    # The fast path writes a fixed-point repr as it stands: every other form goes through
+    # the Decimal, and both agree wherever the fast path applies.
+    rnd = random.Random(5)
+    edges = [0.0, -0.0, 1.0, -2.0, 0.1, 1e-4, 9.999e-5, 1e15, 1e16, 9999999999999998.0]
+    edges += [5e-324, 1.7976931348623157e308, 123.456, -0.5, 1e100, 1e101, 1e-101]
+    drawn = [rnd.uniform(-1, 1) * 10 ** rnd.randrange(-30, 30) for _ in range(2000)]
+    for value in edges + drawn:
+        text = repr(value)
+        exact = Decimal(text)
+        assert canonical_json(value) == canonical_json(exact), text
+        assert Decimal(canonical_json(value)) == exact, text
+    assert canonical_json([float("nan"), float("inf"), -float("inf")]) == (
+        '["NaN","Infinity","-Infinity"]'
     )
 
 

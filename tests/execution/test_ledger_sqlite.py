@@ -20,6 +20,7 @@ from toolwire.execution import (
     Executor,
     FakeClock,
     LedgerCorrupt,
+    LedgerRecord,
     LedgerUnavailable,
     RequestContext,
     SqliteLedger,
@@ -343,3 +344,43 @@ def test_a_claim_abandoned_at_its_deadline_does_not_make_the_next_call_wait_twic
     # another (the margin is for a loaded machine).
     assert waited < busy + 0.8
     assert ex.execute(Call("w", "c3", {}), RequestContext("r", "s")).state == "ok"
+
+
+SHORT_LEASE = 0.5
+
+
+def _die_while_writing(path: str) -> None:
+    """Claim a write's key with a short lease and die in the write, leaving the claim."""
+
+    def write(args: Any) -> None:
+        os._exit(17)
+
+    ex = Executor(ledger=SqliteLedger(path), breaker=False)
+    ex.register("w", write, side_effects=True, in_progress_expiry=SHORT_LEASE)
+    ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+
+
+def test_a_process_restarted_after_a_claimer_died_does_not_wait_a_lease_of_its_own(
+    tmp_path: Path,
+) -> None:
+    # The defect: the restarted process, first to look at the dead claim, watched its
+    # heartbeat for a whole lease of its own before calling it stale, although the lease
+    # had run out in real time that processes of this machine measure alike.
+    path = str(tmp_path / "ledger.db")
+    child = SPAWN.Process(target=_die_while_writing, args=(path,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 17
+    ledger = SqliteLedger(path)
+    ex = Executor(ledger=ledger, breaker=False)
+    runs: list[int] = []
+    ex.register("w", lambda args: runs.append(1), side_effects=True, in_progress_expiry=30)
+    with closing(sqlite3.connect(path)) as conn:
+        (stored,) = conn.execute("SELECT record FROM toolwire_ledger").fetchall()
+    held = LedgerRecord.from_json(stored[0])
+    assert held.state == "in_progress"
+    # Past the lease as the dead claimer wrote it, by the wall clock that did not step.
+    time.sleep(max(0.0, held.lease_expires_at - time.time()) + 0.05)
+    result = ex.execute(Call("w", "c", {}), RequestContext("r", "s"))
+    assert result.state == "unknown_outcome" and runs == []
+    assert ex.observer.counts["stale_in_progress"] == 1

@@ -91,7 +91,6 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
-from itertools import chain
 from operator import methodcaller
 from typing import Any, Literal, Protocol, TypeVar, cast
 
@@ -125,6 +124,7 @@ from toolwire.execution.idempotency import (
     MIN_FINGERPRINT_KEY_BYTES,
     derive_key,
     fingerprints,
+    flat_rows,
 )
 from toolwire.execution.ledger import (
     DEFAULT_TTL,
@@ -1059,7 +1059,7 @@ class Executor(LiveState):
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
-        _check_call(call)
+        """`execute` for a call already checked with `_check_call`."""
         with self._lock:
             spec = self._tools.get(call.tool)
         if call.ok and spec is not None and spec.is_async:
@@ -1154,7 +1154,7 @@ class Executor(LiveState):
         validation_time: float | None = None,
         coercions: int | None = None,
     ) -> ExecutionResult:
-        _check_call(call)
+        """`aexecute` for a call already checked with `_check_call`."""
         with self._lock:
             spec = self._tools.get(call.tool)
         run = self._prepare(call, context, parse_time, validation_time, coercions, spec)
@@ -1262,13 +1262,17 @@ class Executor(LiveState):
         # Calls that reached `_aexecute`, which records each call however it ends.
         entered: set[int] = set()
 
+        async def enter(i: int, call: ValidatedCall) -> ExecutionResult:
+            entered.add(i)
+            # A call built wrongly is answered like one that raises: one result per call.
+            _check_call(call)
+            return await self._aexecute(call, ctx)
+
         async def one(i: int, call: ValidatedCall) -> ExecutionResult:
             if gate is None:
-                entered.add(i)
-                return await self._aexecute(call, ctx)
+                return await enter(i, call)
             async with gate:
-                entered.add(i)
-                return await self._aexecute(call, ctx)
+                return await enter(i, call)
 
         try:
             outcomes = await asyncio.gather(
@@ -1298,6 +1302,8 @@ class Executor(LiveState):
 
     def _execute_guarded(self, call: ValidatedCall, ctx: RequestContext) -> ExecutionResult:
         try:
+            # A call built wrongly is answered like one that raises: one result per call.
+            _check_call(call)
             return self._execute(call, ctx)
         except Exception as exc:
             return self._internal_error(call, exc, ctx, record=True)
@@ -2884,8 +2890,6 @@ def _own_copy(arguments: Any) -> Any:
 _IMMUTABLE: frozenset[type] = frozenset(
     {str, bytes, int, float, complex, bool, type(None), SecretStr, SecretBytes, uuid.UUID}
 )
-_DICT: frozenset[type] = frozenset({dict})
-_VALUES = methodcaller("values")
 _COPY = methodcaller("copy")
 
 
@@ -2902,8 +2906,7 @@ def _copied(value: Any) -> Any:
         if kinds <= _IMMUTABLE:
             return items.copy()
         # Rows of immutable values, the usual shape of a large argument: copied in C too.
-        values = chain.from_iterable(map(_VALUES, items)) if kinds <= _DICT else None
-        if values is not None and set(map(type, values)) <= _IMMUTABLE:
+        if flat_rows(items, kinds, _IMMUTABLE):
             return list(map(_COPY, items))
         return [_copied(v) for v in items]
     if kind is tuple:

@@ -31,7 +31,7 @@ import hmac
 import json
 import math
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from decimal import Decimal
 from itertools import chain
 from operator import methodcaller
@@ -87,6 +87,21 @@ def _number(value: Decimal) -> str:
     return "-" + text if sign else text
 
 
+def _float(value: float) -> str:
+    """The canonical text of a float: its shortest ``repr`` read as a Decimal (what the model
+    sent). A float's fixed-point repr (no exponent: 1e-4 <= |value| < 1e16) is that text
+    already, but for the ".0" of a whole number and the sign of -0.0: written without the
+    Decimal, which costs more than the rest of a float's encoding."""
+    text = repr(value)
+    if type(value) is float and "e" not in text and "n" not in text:
+        if text.endswith(".0"):
+            return "0" if text == "-0.0" else text[:-2]
+        return text
+    if math.isnan(value) or math.isinf(value):
+        return _number(Decimal(value))
+    return _number(Decimal(text))
+
+
 def _encode(value: Any, out: list[str], hidden: _Hidden = None) -> None:
     if hidden is not None and _is_hidden(value, hidden):
         out.append(_HIDDEN_JSON)
@@ -103,10 +118,7 @@ def _encode(value: Any, out: list[str], hidden: _Hidden = None) -> None:
         # str(), which refuses integers past CPython's 4,300-digit limit.
         out.append(str(value) if -_PLAIN_INT < value < _PLAIN_INT else _number(Decimal(value)))
     elif isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            out.append(_number(Decimal(value)))
-        else:
-            out.append(_number(Decimal(repr(value))))
+        out.append(_float(value))
     elif isinstance(value, Decimal):
         out.append(_number(value))
     elif isinstance(value, RootModel):
@@ -159,8 +171,11 @@ def _model_fields(model: BaseModel) -> dict[str, Any]:
     """A model's validated values by field name, extra fields included, read from the instance
     and not through ``model_dump``: a serializer or an exclusion would make two different
     operations one (see the module docstring)."""
-    values = {name: getattr(model, name) for name in type(model).model_fields}
-    extra = model.model_extra
+    # The class's `__pydantic_fields__` and the instance's `__pydantic_extra__`: what
+    # `model_fields` and `model_extra` return, without their descriptors' Python calls.
+    fields: dict[str, Any] = getattr(type(model), "__pydantic_fields__", {})
+    values = {name: getattr(model, name) for name in fields}
+    extra = model.__pydantic_extra__
     if extra:
         values.update({k: v for k, v in extra.items() if k not in values})
     return values
@@ -181,11 +196,26 @@ _DICT: frozenset[type] = frozenset({dict})
 _VALUES = methodcaller("values")
 
 
-def _plain(value: Any, slow: list[Any]) -> Any:
+def flat_rows(
+    rows: list[Any], kinds: set[type], values: frozenset[type], keys: frozenset[type] | None = None
+) -> bool:
+    """Whether ``rows``, a list whose items are of the types ``kinds``, holds dicts only, with
+    values of the types ``values`` only (and keys of the types ``keys``). Found by C-level
+    scans with no Python step per value: a list of flat objects is the usual shape of a tool's
+    rows, and the digest and the copy of arguments take it as a whole."""
+    return (
+        kinds <= _DICT
+        and (keys is None or set(map(type, chain.from_iterable(rows))) <= keys)
+        and set(map(type, chain.from_iterable(map(_VALUES, rows)))) <= values
+    )
+
+
+def _plain(value: Any, slow: list[Any], fragment: Callable[[str | bytes], Any]) -> Any:
     """``value``, or a copy of what differs, that ``orjson.dumps(OPT_SORT_KEYS)`` writes as its
     canonical text: what orjson would write otherwise (a float, a model, a non-str key) becomes
-    an ``orjson.Fragment`` of `_encode`'s text, and is appended to ``slow``. Parts that need no
-    change are shared, so plain JSON-like arguments cost one C-level type scan per container."""
+    a ``fragment`` (``orjson.Fragment``) of `_encode`'s text, and but for a float is appended to
+    ``slow``. Parts that need no change are shared, so plain JSON-like arguments cost one
+    C-level type scan per container."""
     kind = type(value)  # pyright: ignore[reportUnknownVariableType]
     if kind in _ORJSON_LEAVES:
         return value
@@ -196,33 +226,39 @@ def _plain(value: Any, slow: list[Any]) -> Any:
                 return mapping
             changed: dict[Any, Any] | None = None
             for key, item in mapping.items():
-                if type(item) not in _ORJSON_LEAVES:
-                    new = _plain(item, slow)
-                    if new is not item:
-                        if changed is None:
-                            changed = dict(mapping)
-                        changed[key] = new
+                # A float, the usual value to change, without a call of its own.
+                if type(item) is float:
+                    new = fragment(_float(item))
+                elif type(item) in _ORJSON_LEAVES:
+                    continue
+                else:
+                    new = _plain(item, slow, fragment)
+                if new is not item:
+                    if changed is None:
+                        changed = dict(mapping)
+                    changed[key] = new
             return mapping if changed is None else changed
     elif kind is list or kind is tuple:
         items: list[Any] = value
         kinds = set(map(type, items))
         if kinds <= _ORJSON_LEAVES:
             return items
-        # A list of flat objects, the usual shape of a tool's rows, is scanned in C as a whole.
-        if (
-            kinds <= _DICT
-            and set(map(type, chain.from_iterable(items))) <= _STR
-            and set(map(type, chain.from_iterable(map(_VALUES, items)))) <= _ORJSON_LEAVES
-        ):
+        if flat_rows(items, kinds, _ORJSON_LEAVES, _STR):
             return items
-        return [item if type(item) in _ORJSON_LEAVES else _plain(item, slow) for item in items]
+        return [
+            item
+            if type(item) in _ORJSON_LEAVES
+            else fragment(_float(item))
+            if type(item) is float
+            else _plain(item, slow, fragment)
+            for item in items
+        ]
+    elif kind is float:
+        return fragment(_float(value))
     elif isinstance(value, BaseModel) and not isinstance(value, RootModel):
-        return _plain(_model_fields(value), slow)
-    if kind is not float:
-        slow.append(value)
-    import orjson  # see `_canonical_bytes`
-
-    return orjson.Fragment(_utf8(_canonical(value, None)))
+        return _plain(_model_fields(value), slow, fragment)
+    slow.append(value)
+    return fragment(_utf8(_canonical(value, None)))
 
 
 def _canonical_bytes(value: Any) -> tuple[bytes, bool]:
@@ -235,7 +271,8 @@ def _canonical_bytes(value: Any) -> tuple[bytes, bool]:
 
     slow: list[Any] = []
     try:
-        return orjson.dumps(_plain(value, slow), option=orjson.OPT_SORT_KEYS), not slow
+        plain = _plain(value, slow, orjson.Fragment)
+        return orjson.dumps(plain, option=orjson.OPT_SORT_KEYS), not slow
     except Exception:
         # orjson refuses what its fast path cannot write exactly (an integer past 64 bits, a lone
         # surrogate, nesting past 255): the encoder gives the text, or the error, as before.

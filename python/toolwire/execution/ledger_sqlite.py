@@ -16,16 +16,20 @@ Design notes:
   wall clock (NTP, a resumed VM) would make every live lease look run out, and an identical
   call in any process could act on it (under ``assume_failed_and_retry``: run the write a
   second time). So each row also carries a heartbeat, ``beat``: a random stamp rewritten with
-  every change of an ``in_progress`` row (its claim, each renewal). Every instance remembers,
-  for each ``in_progress`` row it looked at, the stamp it saw and when on its own
-  ``monotonic()`` clock it first saw it; a claim whose wall-clock lease ran out is stale only
-  once this instance has watched the same stamp for a whole lease (the stored lease's length).
-  Until then the rules read it as live, its lease (and retention) running on for what is left
-  of that watch, whatever step the wall clock took. A live holder renews every third of its
-  lease, so its stamp never stands that long; a crashed one's does. The cost: an instance that
-  first looks at a crashed claim after its lease ran out waits one more lease before acting on
-  it. The amortised purge deletes an expired ``in_progress`` row by the same judgement, never
-  by the wall clock alone.
+  every change of an ``in_progress`` row (its claim, each renewal), with the reading of the
+  file's clock (below) when it was written. A claim whose wall-clock lease ran out is stale
+  only once its stamp has stood for a whole lease (the stored lease's length) of measured
+  time: by the file's clock since it was written, or by this instance's own watch (every
+  instance remembers, for each ``in_progress`` row it looked at, the stamp it saw and when on
+  its own ``monotonic()`` clock it first saw it). Until then the rules read it as live, its
+  lease (and retention) running on for what is left, whatever step the wall clock took. A
+  live holder renews every third of its lease, so its stamp never stands that long; a crashed
+  one's does. So a process restarted after a claimer died acts on the dead claim as soon as
+  its lease has run out in time measured on this boot, not one lease after it first looks;
+  only time nobody measured (across a reboot, or on a platform whose clock names no boot)
+  still costs an instance that first looks at a crashed claim one lease of its own watch.
+  The amortised purge deletes an expired ``in_progress`` row by the same judgement, never by
+  the wall clock alone.
 - Retention is kept on the file's own clock, not on the wall clock: a forward step of the wall
   clock past a finished record's TTL would otherwise forget it, and a replay would run the
   write again. The file holds one clock row, a reading that only ever moves on by time some
@@ -80,7 +84,8 @@ CREATE TABLE IF NOT EXISTS toolwire_ledger (
     record TEXT NOT NULL,
     expires_at REAL NOT NULL,
     beat TEXT,
-    kept_until REAL
+    kept_until REAL,
+    beat_tick REAL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS toolwire_ledger_expires ON toolwire_ledger (expires_at);
 CREATE TABLE IF NOT EXISTS toolwire_clock (
@@ -92,14 +97,17 @@ CREATE TABLE IF NOT EXISTS toolwire_clock (
     wall REAL NOT NULL
 );
 """
-# A file written before rows carried a heartbeat, or a retention on the file's clock, gets the
-# column (NULL: rows written by an older version, judged by their wall-clock times alone, as
-# that version did).
-_ADDED_COLUMNS = (("beat", "TEXT"), ("kept_until", "REAL"))
+# A file written before rows carried a heartbeat, a retention on the file's clock, or the file
+# clock's reading at the heartbeat, gets the column (NULL: rows written by an older version,
+# judged as that version did).
+_ADDED_COLUMNS = (("beat", "TEXT"), ("kept_until", "REAL"), ("beat_tick", "REAL"))
 _KEPT_INDEX = "CREATE INDEX IF NOT EXISTS toolwire_ledger_kept ON toolwire_ledger (kept_until)"
 _PURGE_EVERY = 256
 # Keys per query when the purge checks which rows it saw are still as it saw them.
 _PURGE_CHUNK = 500
+# A row as `_read` returns it: the record, its heartbeat stamp, the file clock's reading until
+# which it is kept, and the file clock's reading when its heartbeat was written.
+_Stored = tuple[LedgerRecord | None, str | None, float | None, float | None]
 
 
 class SqliteLedger(Ledger, LiveState):
@@ -203,12 +211,15 @@ class SqliteLedger(Ledger, LiveState):
                 elapsed = min(mono - then_mono, now - then_wall)
             else:
                 elapsed = 0.0  # nobody measured this gap
-            if elapsed <= 0:
+            # A row of another boot is stored again under this one, even with nothing to add:
+            # the other processes of this boot can then measure from it (a claimer that dies
+            # after its first write since a reboot leaves a heartbeat they can time).
+            if elapsed <= 0 and (not write or boot == self._boot or self._boot is None):
                 # Nothing to store: from now on this instance measures from this row.
                 if self._ticked is None or self._ticked[0] != stamp:
                     self._ticked = (stamp, mono)
                 return float(reading)
-            reading = float(reading) + elapsed
+            reading = float(reading) + max(elapsed, 0.0)
         if write:
             stamp = secrets.token_hex(8)
             conn.execute(
@@ -219,29 +230,35 @@ class SqliteLedger(Ledger, LiveState):
             self._ticked = (stamp, mono)
         return reading
 
-    def _read(
-        self, conn: sqlite3.Connection, key: str
-    ) -> tuple[LedgerRecord | None, str | None, float | None]:
-        """The record of ``key``, its heartbeat stamp and how long it is kept (on the file's
-        clock)."""
+    def _read(self, conn: sqlite3.Connection, key: str) -> _Stored:
+        """The record of ``key``, its heartbeat stamp, how long it is kept and the reading
+        its heartbeat was written at (both on the file's clock)."""
         row = conn.execute(
-            "SELECT record, beat, kept_until FROM toolwire_ledger WHERE key = ?", (key,)
+            "SELECT record, beat, kept_until, beat_tick FROM toolwire_ledger WHERE key = ?",
+            (key,),
         ).fetchone()
         if row is None:
-            return None, None, None
-        return LedgerRecord.from_json(row[0]), row[1], row[2]
+            return None, None, None, None
+        return LedgerRecord.from_json(row[0]), row[1], row[2], row[3]
 
     def _write(
         self, conn: sqlite3.Connection, record: LedgerRecord, now: float, mono: float, tick: float
     ) -> None:
         """Store ``record``, kept as long from the file clock's ``tick`` as its ``expires_at``
         is from the wall clock's ``now``; an ``in_progress`` one with a fresh heartbeat stamp,
-        which this instance has seen from now (it wrote it)."""
+        written at ``tick``, which this instance has seen from now (it wrote it)."""
         beat = secrets.token_hex(8) if record.state == "in_progress" else None
         conn.execute(
-            "INSERT OR REPLACE INTO toolwire_ledger (key, record, expires_at, beat, kept_until)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (record.key, record.to_json(), record.expires_at, beat, tick + record.expires_at - now),
+            "INSERT OR REPLACE INTO toolwire_ledger"
+            " (key, record, expires_at, beat, kept_until, beat_tick) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                record.key,
+                record.to_json(),
+                record.expires_at,
+                beat,
+                tick + record.expires_at - now,
+                None if beat is None else tick,
+            ),
         )
         if beat is None:
             self._seen.pop(record.key, None)
@@ -251,17 +268,17 @@ class SqliteLedger(Ledger, LiveState):
     def _judged(
         self,
         key: str,
-        stored: tuple[LedgerRecord | None, str | None, float | None],
+        stored: _Stored,
         now: float,
         mono: float,
         tick: float,
     ) -> LedgerRecord | None:
         """The stored record as the decision rules should read it, with the wall clock at
         ``now``: kept for what is left of its retention on the file's clock (at ``tick``), and
-        an ``in_progress`` one whose heartbeat this instance has not watched stand still for a
-        whole lease live, its lease (and retention) running on for what is left of that
-        watch, whatever step the wall clock took (see the design notes)."""
-        existing, beat, kept_until = stored
+        an ``in_progress`` one whose heartbeat has not stood still for a whole lease of
+        measured time live, its lease (and retention) running on for what is left of it,
+        whatever step the wall clock took (see the design notes)."""
+        existing, beat, kept_until, beat_tick = stored
         if existing is not None and kept_until is not None and kept_until - tick > 0:
             existing = replace(
                 existing, expires_at=max(existing.expires_at, now + kept_until - tick)
@@ -275,7 +292,14 @@ class SqliteLedger(Ledger, LiveState):
             self._seen[key] = seen
         # Both ends were written from one reading of the wall clock: a length, not a time.
         lease = existing.lease_expires_at - existing.updated_at
-        left = lease - (mono - seen[1])
+        # Two measures of how long the stamp stood, each counting only time a monotonic clock
+        # measured: this instance's own watch, and the file's clock since the stamp was
+        # written (time other processes of this boot measured: a claimer that died before
+        # this instance first looked is not waited for a whole lease once more).
+        stood = mono - seen[1]
+        if beat_tick is not None:
+            stood = max(stood, tick - beat_tick)
+        left = lease - stood
         if left <= 0:
             return existing  # no renewal for a whole lease: its wall-clock lease decides
         live_until = now + left
@@ -292,12 +316,13 @@ class SqliteLedger(Ledger, LiveState):
         expired = "expires_at <= ? AND (kept_until IS NULL OR kept_until <= ?)"
         conn.execute(f"DELETE FROM toolwire_ledger WHERE {expired} AND beat IS NULL", (now, tick))
         rows = conn.execute(
-            f"SELECT key, record, beat FROM toolwire_ledger WHERE {expired}", (now, tick)
+            f"SELECT key, record, beat, beat_tick FROM toolwire_ledger WHERE {expired}",
+            (now, tick),
         ).fetchall()
-        for key, text, beat in rows:
+        for key, text, beat, beat_tick in rows:
             try:
                 record = self._judged(
-                    key, (LedgerRecord.from_json(text), beat, None), now, mono, tick
+                    key, (LedgerRecord.from_json(text), beat, None, beat_tick), now, mono, tick
                 )
             except LedgerCorrupt:
                 record = None  # expired by its column, as any other record
