@@ -2743,13 +2743,14 @@ class _ErrorBuilder:
 
     def _closest_branch(self, located: _Located, value: dict[str, Any]) -> _Draft | None:
         """For an object no union branch accepts: the first thing the branch it is closest to
-        finds wrong with it, or None when no branch finds anything it can name.
+        finds wrong with it, or None when no branch finds anything it can name; tagged with
+        that branch (`_branch_tag`), to be weighed with what other readings find in it.
 
         A branch is closer when fewer of the object's fields break its constants (a tag such as
         `"kind": "cat"` says which branch the model meant), then when fewer fields are unknown
-        to it, missing or of the wrong type. Between branches equally close, the first one, as
-        Pydantic tries them. What it finds: an unknown field, else a missing one, else a field
-        of the wrong type.
+        to it, missing or of the wrong type. Between branches equally close, the one that
+        declares the most of its keys, the first of those (`_undeclared_keys`). What it finds:
+        an unknown field, else a missing one, else a field of the wrong type.
 
         A tag is a field that at least two branches hold to constants: one only a single
         branch restricts (a comparison's `op` beside `and` / `or` branches) tells no branches
@@ -2787,32 +2788,37 @@ class _ErrorBuilder:
             scored.append((score, order, branch, unknown, missing, mistyped))
         if not scored:
             return None
-        (tags, _), _, branch, unknown, missing, mistyped = min(scored, key=lambda s: (s[0], s[1]))
+        (tags, _), _, branch, unknown, missing, mistyped = min(
+            scored, key=lambda s: (s[0], _undeclared_keys(s[2], cast(object, value)), s[1])
+        )
         base = _split(located.pointer)
         if tags:
             # Every branch breaks a constant: the tag, if they share one, is what to fix.
             return self._tag_of_no_branch(located, value, [b for _, _, b, _, _, _ in scored])
+        found: _Draft | None = None
         if unknown:
             key = unknown[0]
             at = dataclasses.replace(
                 self.schema.locate([*base, key]), pointer=pointer([*base, key]), parent=branch
             )
-            return self.unknown_field(at, value[key])
-        if missing:
+            found = self.unknown_field(at, value[key])
+        elif missing:
             key = missing[0]
             rule = self._member_schema(branch, key) or {}
             user = bool(rule.get(USER_SUPPLIED_KEY))
             hint = text("hint.user_supplied", self.lang) if user else None
             expected = self.expected("missing", rule, {}, "")
             error = FieldError(pointer([*base, key]), "missing", expected, None, hint)
-            return _Draft(error, user_supplied=user)
-        if mistyped:
+            found = _Draft(error, user_supplied=user)
+        elif mistyped:
             key = mistyped[0]
             rule = self._member_schema(branch, key) or {}
             at = dataclasses.replace(located, pointer=pointer([*base, key]), node=rule)
             expected = self.schema.describe(rule, self.lang)
-            return _Draft(FieldError(at.pointer, "type", expected, self.got(at, value[key])))
-        return None
+            found = _Draft(FieldError(at.pointer, "type", expected, self.got(at, value[key])))
+        if found is not None:
+            found.union_ptr, found.tag = _branch_tag(self.schema, located.pointer, branch)
+        return found
 
     def _member_schema(self, branch: Mapping[str, Any], key: str) -> dict[str, Any] | None:
         """The schema an object branch gives its member `key`: the property's, else that of
@@ -2982,7 +2988,7 @@ class _ErrorBuilder:
                     if closest is not None:
                         drafts.append(closest)
                         continue
-                inner = _inner_faults(error)
+                inner = _inner_faults(error, self.schema)
                 if inner is not None:
                     # The branch closest to the object or array says what to fix in it.
                     drafts.extend(self._from_jsonschema(inner, value))
@@ -3464,27 +3470,35 @@ def _branch_errors(
 
 
 def _inner_faults(
-    error: jsonschema.ValidationError,
+    error: jsonschema.ValidationError, schema: _Schema
 ) -> list[jsonschema.ValidationError] | None:
     """For a union that refused an object or an array: the errors of the branch that comes
     closest among those of the value's own type, so that the model does not hear "expected an
     array" for the array it sent. Closest is a branch that faults only what is inside the value
     (a member's pattern, an item's own union), not the value itself (a missing or unknown field,
-    its length); then the fewest errors; then the first, as Pydantic tries branches. None when
-    no branch takes the value's type."""
-    if not isinstance(error.instance, (dict, list)):
+    its length); then the fewest errors; then the one that declares the most of the object's
+    keys, the first of those (`_undeclared_keys`). None when no branch takes the value's
+    type."""
+    instance: object = error.instance
+    if not isinstance(instance, (dict, list)):
         return None
     listed = _l(error.validator_value)
     by_branch = _branch_errors(error)
     if not by_branch or len(by_branch) != len(listed):
         return None  # a branch that passed (oneOf matched twice): nothing to fix in one
     fitting = [
-        (not all(e.relative_path for e in errors), len(errors), index, errors)
-        for index, errors in by_branch.items()
+        (
+            not all(e.relative_path for e in errors),
+            len(errors),
+            _undeclared_keys(schema.deref(_d(listed[index])), cast(object, instance)),
+            index,
+            errors,
+        )
+        for index, errors in sorted(by_branch.items())
         if not _loops_only(errors)
         and not any(e.validator == "type" and not e.relative_path for e in errors)
     ]
-    return min(fitting, key=lambda f: f[:3])[3] if fitting else None
+    return min(fitting, key=lambda f: f[:4])[4] if fitting else None
 
 
 def _requires(branch: Mapping[str, Any]) -> list[str]:
@@ -4169,25 +4183,58 @@ def _closest_tied(
     tied: list[list[_Draft]], union_ptr: str, schema: _Schema, value: Any
 ) -> list[_Draft]:
     """Of branches of a union that fail equally often, the errors of the one that declares
-    the most keys of the object `value`, the first of those (as Pydantic tries them).
-
-    Pydantic counts no key a branch ignores: `{"b": 2, "y": 1}` fails `A(a, x)` once (`a`
-    missing) and `B(b, y)` once (`b` is no string), and the first branch told the model to
-    add `a` to an object plainly meant for `B`."""
+    the most keys of `value` (`_undeclared_keys`), the first of those."""
     if not isinstance(value, dict) or len(tied) < 2:
         return tied[0]
-    keys = cast(dict[str, Any], value).keys()
+    sent = cast(dict[str, Any], value)
     branches = schema.branches(schema.locate(_split(union_ptr)).node)
 
     def undeclared(drafts: list[_Draft]) -> int:
         branch = schema.pick(branches, drafts[0].tag) if drafts[0].tag is not None else None
-        if branch is None or not _is_object_schema(branch):
-            return len(keys) + 1
-        props = _d(branch.get("properties"))
-        patterns = _d(branch.get("patternProperties"))
-        return sum(1 for key in keys if key not in props and not _pattern_names(patterns, key))
+        return _undeclared_keys(branch, sent)
 
     return min(tied, key=undeclared)
+
+
+def _branch_tag(
+    schema: _Schema, union_ptr: str, branch: Mapping[str, Any]
+) -> tuple[str | None, str | None]:
+    """The union at `union_ptr` and the tag (the title Pydantic names it by in `loc`) of its
+    object branch `branch`, for a finding in that branch's object: `_merge_unions` then weighs
+    it with the branch's other errors, and drops it where another branch is the one meant (a
+    report that named one branch's errors and another's keys misled). `(None, None)` where
+    Pydantic's own errors there carry no such tag: a union inside another's branch (weighed
+    at the outer one), `Optional[Model]`, or branches without distinct titles."""
+    title = branch.get("title")
+    if not isinstance(title, str) or _union_root(schema, union_ptr) != union_ptr:
+        return None, None
+    branches = schema.branches(schema.locate(_split(union_ptr)).node)
+    if len([b for b in branches if b.get("type") != "null"]) < 2:
+        return None, None
+    if sum(1 for b in branches if b.get("title") == title) != 1:
+        return None, None
+    return union_ptr, title
+
+
+def _undeclared_keys(branch: Mapping[str, Any] | None, value: object) -> int:
+    """How many keys of `value` the union branch `branch` declares neither as a property nor
+    by a pattern: every key and one more for a branch that takes no object (or is not known),
+    none for a value that is no object.
+
+    The one rule both model and plain tools tell union branches apart by, after the errors
+    each finds: of branches that fail equally often, the one that declares the most keys
+    sent is the one meant, the first of those as Pydantic tries them. Pydantic counts no key
+    a branch ignores: `{"b": 2, "y": 1}` fails `A(a, x)` once (`a` missing) and `B(b, y)`
+    once (`b` is no string), and the first branch told the model to add `a` to an object
+    plainly meant for `B`."""
+    if not isinstance(value, dict):
+        return 0
+    keys = cast(dict[str, Any], value).keys()
+    if branch is None or not _is_object_schema(branch):
+        return len(keys) + 1
+    props = _d(branch.get("properties"))
+    patterns = _d(branch.get("patternProperties"))
+    return sum(1 for key in keys if key not in props and not _pattern_names(patterns, key))
 
 
 def _tag_error(
@@ -4868,6 +4915,10 @@ class ToolValidator:
                 # The pre-check stops at its first violation: unknown fields after it (which
                 # Pydantic's default `extra="ignore"` would drop) are found here.
                 unknown = self._unknown_drafts(builder, call.value)
+                for twin in unknown:
+                    if twin.error.path == found.error.path and found.error.code == twin.error.code:
+                        # The pre-check's own finding of that key: weighed as the walk's is.
+                        found.union_ptr, found.tag = twin.union_ptr, twin.tag
                 # The union failed on a value inside it (a tag, a field its tagged branch does
                 # not define): that error says what to fix, "expected an object" at the union
                 # does not.
@@ -4901,17 +4952,20 @@ class ToolValidator:
         parts of `value` that are `checked`'s own left out, see `_unknown_fields`), at its
         place as sent where `set_duplicates` dropped repeats before it (`kept`)."""
         # The object's own schema, not what `locate` makes of the key inside a union.
-        return [
-            builder.unknown_field(
+        drafts: list[_Draft] = []
+        for parts, item, parent in _unknown_fields(self._published, value, checked):
+            located = self._lookup.locate(parts)
+            draft = builder.unknown_field(
                 dataclasses.replace(
-                    self._lookup.locate(parts),
+                    located,
                     pointer=pointer((_sent_loc(parts, value, kept) if kept else None) or parts),
                     parent=parent,
                 ),
                 item,
             )
-            for parts, item, parent in _unknown_fields(self._published, value, checked)
-        ]
+            draft.union_ptr, draft.tag = _branch_tag(self._lookup, pointer(parts[:-1]), parent)
+            drafts.append(draft)
+        return drafts
 
     def _odd_decimal_text(self, call: CallLike) -> bool:
         """Whether a `Decimal` field holds a string Pydantic read that is not a JSON number
