@@ -47,7 +47,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, TypeVar, cast, get_args
 
 import jsonschema
 import jsonschema.protocols
@@ -55,6 +55,7 @@ import jsonschema.validators
 import regex
 from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError, SchemaValidator
 from pydantic_core.core_schema import ErrorType
 
 from toolwire._core import ToolRegistry, capped_path
@@ -113,6 +114,7 @@ from toolwire.payloads import (
     answering_id,
     check_lang,
     message_for,
+    sendable_text,
     text,
     wire_id_of,
 )
@@ -2557,6 +2559,11 @@ class _ErrorBuilder:
                 if isinstance(value, str) and value and self.got(located, value) != shown(value):
                     # A validator's message that quotes a value redaction hides.
                     hint = hint.replace(value, REDACTED)
+                if self.redact is not None:
+                    # The application's own words, which may quote what the hook hides (a
+                    # host name in a refusal): the hook's verdict on the whole text, as on a
+                    # tool's error or a check's reason (`scrubbed_text`).
+                    hint = self.redact("", hint)
                 hint = shown_text(hint) or None
             elif code == "timezone_required":
                 hint = text("hint.timezone_required", self.lang)
@@ -4567,6 +4574,9 @@ class ToolValidator:
         # `_read_free_input`) may be read in lax mode too.
         self._free_input = free_input if model is not None and self._strict else None
         self._typed_check: ToolRegistry | None = None
+        # Pydantic's `validate_json` of a copy of the model's core schema whose validators'
+        # refusals Pydantic can always write down (see `_refuse_writably`), made when first needed.
+        self._writable: Callable[..., Any] | None = None
         # A lax model reads a number written with a fraction or an exponent (`30.0`,
         # `4.9999999999999999`) into an int field as a float and keeps the int of it without
         # a word; a strict one refuses it, and coercion records a whole one or refuses the rest.
@@ -4698,12 +4708,49 @@ class ToolValidator:
         that sees the input first, in lax mode where strict mode refuses (see
         `_read_free_input`)."""
         assert self._validate_json is not None
-        if self._free_input is None:
-            return self._validate_json(text_in, strict=self.strict_argument)
         try:
-            return self._validate_json(text_in, strict=True)
-        except ValidationError as exc:
-            return self._read_free_input(text_in, exc)
+            if self._free_input is None:
+                return self._validate_json(text_in, strict=self.strict_argument)
+            try:
+                return self._validate_json(text_in, strict=True)
+            except ValidationError as exc:
+                return self._read_free_input(text_in, exc)
+        except UnicodeEncodeError as exc:
+            if exc.reason != "surrogates not allowed":
+                raise
+            self._refuse_writably(text_in, exc)
+
+    def _refuse_writably(self, text_in: str | bytes, refused: UnicodeEncodeError) -> NoReturn:
+        """`_read` for a text that made one of the model's validators refuse it with a message
+        holding a lone surrogate: pydantic-core cannot encode such a message, and raises
+        `UnicodeEncodeError` in place of the `ValidationError`, with the field it was at and
+        every other error lost. The text is read again by a validator of the same core schema
+        whose validator functions give such a refusal's message with each lone surrogate
+        replaced (`sendable_text`): the refusal is then Pydantic's own, at its field.
+
+        Raises:
+            ValidationError: Pydantic's refusal, every message sendable.
+            UnicodeEncodeError: `refused`, where the copy does not refuse the text that way.
+        """
+        assert self.model is not None
+        try:
+            if self._writable is None:
+                core = self.model.__pydantic_core_schema__
+                config = cast(Any, core).get("config") if core.get("type") == "model" else None
+                writable = SchemaValidator(cast(Any, _refusals_sendable(core)), config)
+                self._writable = writable.validate_json
+            # A model with a validator that sees the input first is read in lax mode, where
+            # strict mode would refuse the valid values too (see `_read_free_input`).
+            lax = self._free_input is not None
+            self._writable(text_in, strict=None if lax else self.strict_argument)
+        except ValidationError:
+            raise
+        except Exception:
+            # A validator that needs what the copy lacks, or a schema it cannot build: the
+            # refusal as Pydantic left it.
+            raise refused from None
+        # Taken where it was refused (a validator that refuses only sometimes): as refused.
+        raise refused
 
     def _read_free_input(self, text_in: str | bytes, refused: ValidationError) -> BaseModel:
         """The model of a text that strict mode `refused`, for a model with a validator of its
@@ -4760,6 +4807,7 @@ class ToolValidator:
         state = dict(self.__dict__)
         state["_validate_json"] = None
         state["_typed_check"] = None
+        state["_writable"] = None
         state["_jsonschema"] = None
         state["_as_written"] = None
         return state
@@ -5364,6 +5412,89 @@ class ToolValidator:
             message=text("msg.validation", lang),
             lang=lang,
         )
+
+
+_FUNCTION_SCHEMAS = frozenset(
+    {"function-before", "function-after", "function-plain", "function-wrap"}
+)
+
+
+def _refusals_sendable(schema: object) -> object:
+    """A copy of a Pydantic core schema with each validator function wrapped by
+    `_sendable_refusal` (serializers, under `serialization`, left as they are)."""
+    if isinstance(schema, list):
+        return [_refusals_sendable(item) for item in cast(list[object], schema)]
+    if not isinstance(schema, dict):
+        return schema
+    node = cast(dict[str, Any], schema)
+    copied = {
+        key: item if key == "serialization" else _refusals_sendable(item)
+        for key, item in node.items()
+    }
+    function = node.get("function")
+    kind = node.get("type")
+    if kind in _FUNCTION_SCHEMAS and isinstance(function, dict):
+        own = cast(dict[str, Any], function)
+        copied["function"] = {**own, "function": _sendable_refusal(own["function"])}
+    elif kind == "model" and isinstance(node.get("cls"), type):
+        # pydantic-core takes a built model's own validator (its `__pydantic_validator__`, the
+        # functions unwrapped) for a model node whose class is complete: the copy builds its
+        # instances as a plain class of the same name. A validator that needs the model's
+        # methods then fails, and the refusal stays where it was found (`_refuse_writably`).
+        model = cast(type, node["cls"])
+        names = {"__module__": model.__module__, "__qualname__": model.__qualname__}
+        copied["cls"] = type(model.__name__, (), names)
+    elif kind == "dataclass":
+        # Likewise for a built Pydantic dataclass, which a `generic_origin` keeps from it.
+        copied["generic_origin"] = node.get("generic_origin") or node.get("cls")
+    return copied
+
+
+def _sendable_refusal(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a validator) with a refusal whose message holds a lone surrogate raised
+    again with the message made sendable, as the same kind of refusal to Pydantic."""
+
+    def validator(*args: Any) -> Any:
+        try:
+            return function(*args)
+        except ValidationError:
+            raise  # a wrap validator's handler: the inner validators' refusals, already seen to
+        except (ValueError, AssertionError) as exc:
+            sendable = _sendable_error(exc)
+            if sendable is None:
+                raise
+        # Raised here, not in the handler: pydantic-core writes down the exception it handled
+        # as well (`__context__`), which holds the message it cannot encode.
+        raise sendable
+
+    return validator
+
+
+def _sendable_error(exc: ValueError | AssertionError) -> Exception | None:
+    """The same kind of refusal as `exc` with each lone surrogate in its message replaced, or
+    None when pydantic-core can write `exc` down as it is."""
+    if isinstance(exc, PydanticCustomError):
+        if _encodable(exc.message()):
+            return None
+        context = {
+            key: sendable_text(item) if isinstance(item, str) else item
+            for key, item in (exc.context or {}).items()
+        }
+        # The type and template are the application's own, made sendable (not literals).
+        kind: Any = exc.type
+        template: Any = sendable_text(exc.message_template)
+        return PydanticCustomError(kind, template, context)
+    message = str(exc)
+    if _encodable(message):
+        return None
+    return (AssertionError if isinstance(exc, AssertionError) else ValueError)(
+        sendable_text(message)
+    )
+
+
+def _encodable(message: str) -> bool:
+    """Whether pydantic-core can write `message` down (it holds no lone surrogate)."""
+    return sendable_text(message) is message
 
 
 def _unreadable_json(pydantic_errors: Sequence[Any], text: str) -> bool:
