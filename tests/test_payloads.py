@@ -7,6 +7,7 @@ import json
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from toolwire import Assembler, ExecutionResult, Executor, MisuseError, ToolCall
 from toolwire.execution import Call as Run
@@ -396,6 +397,54 @@ def test_results_are_written_the_same_whatever_the_python_type(
 def test_a_result_holding_iterators_is_read_once(result: object, sent: object) -> None:
     (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [result])
     assert json.loads(content_of(message)) == sent
+
+
+@dataclass(frozen=True)
+class _Listing:
+    rows: Any
+    total: Any = None
+
+
+class _Page(BaseModel):
+    rows: Iterable[int]
+    total: Any = None
+
+
+class _Book(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    title: str
+
+
+def _results_holding_iterators() -> list[tuple[object, object]]:
+    # Made anew for each test, as a tool makes its result: an iterator is read only once.
+    return [
+        (_Listing(iter([1, 2]), Decimal("NaN")), {"rows": [1, 2], "total": None}),
+        (_Page(rows=iter([1, 2]), total=Decimal("Infinity")), {"rows": [1, 2], "total": None}),
+        (_Page(rows=[3], total=(n for n in [4])), {"rows": [3], "total": [4]}),
+        # Deep: a model in a dataclass in a list, and the iterator beside the value that makes
+        # the result be written again (a lone surrogate, which pydantic-core refuses).
+        (
+            [_Listing(_Page(rows=iter([5]), total=iter([6])), "\udcff")],
+            [{"rows": {"rows": [5], "total": [6]}, "total": "\udcff"}],
+        ),
+        (
+            _Book(title="x", pages=iter([7]), note=Decimal("NaN")),
+            {"title": "x", "pages": [7], "note": None},
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_results_holding_iterators())))
+def test_iterators_inside_models_and_dataclasses_are_read_once(case: int) -> None:
+    # A model or dataclass was written as it stood, reading its iterators, then again re-spelt
+    # (a `Decimal` NaN) or by the slower writer (a lone surrogate): the second time found them
+    # spent, and the model was sent `[]`.
+    result, sent = _results_holding_iterators()[case]
+    (message,) = tool_messages(calls(("call_a", "lookup", "{}")), [result])
+    assert json.loads(content_of(message)) == sent
+    result, sent = _results_holding_iterators()[case]
+    assert jsonable_result(result) == sent
 
 
 def test_the_executor_reads_a_result_holding_iterators_once() -> None:

@@ -909,6 +909,46 @@ def test_a_union_of_objects_names_what_the_closest_branch_finds() -> None:
     assert _errors(any_of, {"target": {"user": "x"}}) == [("/target/user", "type", '"x"')]
 
 
+_PAYMENT = {
+    "type": "object",
+    "properties": {
+        "payment": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {"card_number": {"type": "string"}, "expiry": {"type": "string"}},
+                    "required": ["card_number"],
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "invoice_id": {"type": "integer"},
+                        "due_days": {"type": "integer"},
+                    },
+                    "required": ["invoice_id"],
+                },
+            ]
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("prechecked", [True, False])
+def test_branches_equally_close_are_told_apart_by_the_keys_sent(prechecked: bool) -> None:
+    # The card branch finds three faults (two unknown fields, `card_number` missing), the
+    # invoice branch three (`expiry` unknown, two numbers sent as text): the first branch won
+    # the tie, and the model was told to drop the invoice's own fields. Model tools break such
+    # a tie by the keys the object names, and so do plain ones now.
+    arguments = {"payment": {"invoice_id": "INV-7", "due_days": "14", "expiry": "05/30"}}
+    tools = Toolset([{"name": "tool", "parameters": _PAYMENT}])
+    assembler = Assembler(tools=tools) if prechecked else Assembler()
+    assembler.feed(0, id="call_1", name="tool", arguments=json.dumps(arguments))
+    (call,) = assembler.finish()
+    (error,) = tools.validate(call).errors
+    assert (error.path, error.code) == ("/payment/expiry", "unknown_field")
+    assert error.expected == "no such field; allowed fields: invoice_id, due_days"
+
+
 def test_a_union_branch_that_takes_the_object_names_the_member_it_refuses() -> None:
     # A Jira-style `issuetype`, given by id or by name: the id branch takes the object and only
     # its member's pattern fails, which is what to fix; "expected an object" for an object

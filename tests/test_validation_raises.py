@@ -198,7 +198,8 @@ def test_a_refusal_pydantic_cannot_encode_is_still_a_refusal(
     tool_name: str, look_alike: bool
 ) -> None:
     # pydantic-core raises `UnicodeEncodeError` for such a message: the model's value was
-    # refused, so the model gets a retryable validation error, its text sendable.
+    # refused, so the model gets a retryable validation error, its text sendable, at the field
+    # refused (pydantic-core loses it: the error was at the root).
     tools = Toolset([Label, Tag], redact=lambda path, text: text.replace(LEAK, "[db]"))
     arguments = {"label": '{"text": "bad", "token": "sk-1"}', "tag": '{"tag": "x"}'}
     for prechecked in (tools, None):
@@ -209,6 +210,7 @@ def test_a_refusal_pydantic_cannot_encode_is_still_a_refusal(
         assert not outcome.ok and outcome.retryable
         assert outcome.error_type == "validation"
         (error,) = outcome.errors
+        assert error.path == {"label": "/text", "tag": "/tag"}[tool_name]
         assert error.code == "value" and error.hint is not None
         assert "\ufffd" in error.hint and (
             "cannot print" in error.hint or "unknown tag" in error.hint
@@ -217,6 +219,27 @@ def test_a_refusal_pydantic_cannot_encode_is_still_a_refusal(
         sent = json.dumps(outcome.to_message(call), ensure_ascii=False)
         sent.encode("utf-8")
         assert "internal_error" not in sent
+
+
+class Parcel(BaseModel):
+    """Ship parcels (an unencodable refusal deep inside, beside another error)."""
+
+    count: int
+    labels: list[Label]
+
+
+def test_an_unencodable_refusal_deep_inside_keeps_its_place_and_the_other_errors() -> None:
+    tools = Toolset([Parcel])
+    arguments = (
+        '{"count": "x", "labels": [{"text": "ok", "token": "a"}, {"text": "bad", "token": "b"}]}'
+    )
+    for prechecked in (tools, None):
+        outcome = tools.validate(_call(prechecked, "parcel", arguments))
+        assert outcome.error_type == "validation" and outcome.retryable
+        assert [(e.path, e.code) for e in outcome.errors] == [
+            ("/count", "type"),
+            ("/labels/1/text", "value"),
+        ]
 
 
 def test_a_check_raising_unicode_encode_error_is_still_the_application_s() -> None:

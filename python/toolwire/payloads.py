@@ -1075,66 +1075,124 @@ def _with_ranges(fallback: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return either
 
 
-def _json_spelt(value: object, seen: set[int]) -> object:
-    """`value` with what pydantic-core writes unlike JSON's own reading spelt as JSON spells
-    it: a non-finite `Decimal` (written `"NaN"`, `"Infinity"`, where a float's is null) as a
-    NaN float, so that it becomes null as a float does, and a `None` mapping key (written
-    `"None"`) as `"null"`, as `json.dumps` writes it. Models and dataclasses that hold such a
-    value are taken as the data pydantic-core writes them as. Containers are rebuilt only
-    where something changed; a cycle is left for the writer to refuse."""
-    if isinstance(value, decimal.Decimal):
-        return value if value.is_finite() else math.nan
+class _Rule(NamedTuple):
+    """What `_rebuilt` changes in a result: `leaf` gives a value's stand-in (the value itself
+    when it has none), which is walked in turn; `key` a mapping key's; `changes` whether the
+    members of a model or dataclass hold anything to change, told without using them up."""
+
+    leaf: Callable[[object], object]
+    key: Callable[[object], object]
+    changes: Callable[[list[object], set[int]], bool]
+
+
+def _rebuilt(value: object, seen: set[int], rule: _Rule) -> object:
+    """`value` with `rule` applied wherever it is in its mappings, lists, tuples, sets, models
+    and dataclasses. Containers are rebuilt only where something changed, a sequence or set
+    as a list (the writer makes an array of each); a model or dataclass with anything to change
+    is taken as the data pydantic-core writes it as (its Python form, with the keys the writer
+    uses). A cycle is left for the writer to refuse."""
     if type(value) in _LEAVES or id(value) in seen:
         return value
-    seen.add(id(value))
+    stand_in = rule.leaf(value)
+    if stand_in is not value:
+        return _rebuilt(stand_in, seen, rule)
+    mapping = _as_mapping(value)
+    listed = _as_listed(value)
+    members = _members(value) if mapping is None and listed is None else None
+    if mapping is None and listed is None and members is None:
+        return value
+    key_of = id(value)
+    seen.add(key_of)
     try:
-        return _json_spelt_inside(value, seen)
-    finally:
-        seen.discard(id(value))
-
-
-def _json_spelt_inside(value: object, seen: set[int]) -> object:
-    if isinstance(value, Mapping):
-        mapping = cast(Mapping[object, object], value)
-        items = [
-            ("null" if key is None else key, _json_spelt(item, seen))
-            for key, item in mapping.items()
-        ]
-        changed = any(
-            new_key is not old_key or new is not old
-            for (new_key, new), (old_key, old) in zip(items, mapping.items(), strict=True)
-        )
-        return dict(items) if changed else mapping
-    if isinstance(value, (list, tuple, set, frozenset)):
-        members = list(cast(Sequence[object], value))
-        spelt = [_json_spelt(item, seen) for item in members]
-        changed = any(new is not old for new, old in zip(spelt, members, strict=True))
-        # The writer makes an array of every one of them.
-        return spelt if changed else cast(object, value)
-    if isinstance(value, pydantic.BaseModel) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
-    ):
-        members = _members(value) or []
-        if all(_json_spelt(item, seen) is item for item in members):
+        if mapping is not None:
+            items = [(rule.key(key), _rebuilt(item, seen, rule)) for key, item in mapping.items()]
+            changed = any(
+                new_key is not old_key or new is not old
+                for (new_key, new), (old_key, old) in zip(items, mapping.items(), strict=True)
+            )
+            return dict(items) if changed else value
+        if listed is not None:
+            walked = [_rebuilt(item, seen, rule) for item in listed]
+            changed = any(new is not old for new, old in zip(walked, listed, strict=True))
+            return walked if changed else value
+        if not rule.changes(cast(list[object], members), seen):
             return value
-        # As Python data, Decimals kept, with the keys the writer uses (aliases).
-        if isinstance(value, pydantic.BaseModel):
-            dumped: object = value.model_dump(mode="python", by_alias=True)
-        else:
-            dumped = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
-        return _json_spelt(dumped, seen)
+        return _rebuilt(_as_data(value), seen, rule)
+    finally:
+        seen.discard(key_of)
+
+
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+def _as_mapping(value: object) -> Mapping[object, object] | None:
+    return cast(Mapping[object, object], value) if isinstance(value, Mapping) else None
+
+
+def _as_listed(value: object) -> list[object] | None:
+    """A list, tuple or set's members (None for anything else)."""
+    return list(cast(Iterable[object], value)) if isinstance(value, _SEQUENCES) else None
+
+
+def _as_data(value: object) -> object:
+    """A model or dataclass as Python data, `Decimal`s and iterators kept (a model's iterators
+    wrapped, not read), with the keys the writer uses (aliases, a model's extra fields)."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="python", by_alias=True)
+    return {f.name: getattr(value, f.name, None) for f in dataclasses.fields(cast(Any, value))}
+
+
+def _spelt_leaf(value: object) -> object:
+    if isinstance(value, decimal.Decimal) and not value.is_finite():
+        return math.nan
     return value
 
 
+def _spelt_changes(members: list[object], seen: set[int]) -> bool:
+    return any(_rebuilt(item, seen, _SPELLING) is not item for item in members)
+
+
+def _spelt_key(key: object) -> object:
+    return "null" if key is None else key
+
+
+_SPELLING = _Rule(_spelt_leaf, _spelt_key, _spelt_changes)
+"""What pydantic-core writes unlike JSON's own reading, spelt as JSON spells it: a non-finite
+`Decimal` (written `"NaN"`, `"Infinity"`, where a float's is null) as a NaN float, so that it
+becomes null as a float does, and a `None` mapping key (written `"None"`) as `"null"`, as
+`json.dumps` writes it."""
+
+
+def _json_spelt(value: object) -> object:
+    """`value` with `_SPELLING` applied (see `_rebuilt`)."""
+    return _rebuilt(value, set(), _SPELLING)
+
+
+def _read_leaf(value: object) -> object:
+    return list(cast(Iterator[object], value)) if isinstance(value, Iterator) else value
+
+
+def _same_key(key: object) -> object:
+    return key
+
+
+def _read_changes(members: list[object], _seen: set[int]) -> bool:
+    return _holds_iterator(members)
+
+
+_READING = _Rule(_read_leaf, _same_key, _read_changes)
+"""Every iterator and generator read into a list, as the writer would make an array of it."""
+
+
 def _read_once(value: object) -> object:
-    """`value` with every iterator and generator in its lists, tuples, sets and mappings read
-    into a list, as the writer would make an array of it: a result may be written more than
-    once (re-spelt, or by the slower path), and a second read of an iterator finds it spent.
-    Containers are rebuilt only where something changed; a cycle is left for the writer."""
+    """`value` with every iterator and generator in it read into a list (`_READING`): a result
+    may be written more than once (re-spelt, or by the slower path), and a second read of an
+    iterator finds it spent. A model or dataclass holding one is taken as its data, with its
+    iterators read from the form the writer gives them."""
     if not _holds_iterator(value):
         return value
     try:
-        return _read_once_in(value, set())
+        return _rebuilt(value, set(), _READING)
     except RecursionError:  # nested past Python's stack: the writer refuses it anyway
         return value
 
@@ -1146,10 +1204,11 @@ _SCAN_VALUES = 1_000_000
 
 
 def _holds_iterator(value: object) -> bool:
-    """Whether `value` may hold an iterator in its lists, tuples, sets and mappings: read one
-    level of nesting at a time, with the per-value work in C (`map`, `chain`, `set`), and the
-    per-container work by type. A Python call per value, as the rebuilding walk makes, tripled
-    the cost of writing a 20 KB result that holds none, which is nearly every result."""
+    """Whether `value` may hold an iterator in its lists, tuples, sets, mappings, models and
+    dataclasses: read one level of nesting at a time, with the per-value work in C (`map`,
+    `chain`, `set`), and the per-container work by type. A Python call per value, as the
+    rebuilding walk makes, tripled the cost of writing a 20 KB result that holds none, which
+    is nearly every result."""
     level: list[object] = [value]
     budget = _SCAN_VALUES
     for _ in range(_SCAN_LEVELS):
@@ -1165,8 +1224,12 @@ def _holds_iterator(value: object) -> bool:
                 # The type's own `values` (dict's is C), not `Mapping.values`, a Python view.
                 values: Callable[[object], Iterable[object]] = cast(Any, kind).values
                 children.extend(chain.from_iterable(map(values, members)))
-            elif issubclass(kind, (list, tuple, set, frozenset)):
+            elif issubclass(kind, _SEQUENCES):
                 children.extend(chain.from_iterable(cast("list[Iterable[object]]", members)))
+            elif issubclass(kind, pydantic.BaseModel) or dataclasses.is_dataclass(
+                cast(object, kind)
+            ):
+                children.extend(chain.from_iterable(map(_members_of, members)))
         budget -= len(children)
         if budget < 0:
             return True
@@ -1176,28 +1239,8 @@ def _holds_iterator(value: object) -> bool:
     return True
 
 
-def _read_once_in(value: object, seen: set[int]) -> object:
-    if type(value) in _LEAVES or id(value) in seen:
-        return value
-    if isinstance(value, Iterator):
-        return [_read_once_in(item, seen) for item in cast(Iterator[object], value)]
-    if not isinstance(value, (Mapping, list, tuple, set, frozenset)):
-        return value
-    key_of = id(cast(object, value))
-    seen.add(key_of)
-    try:
-        if isinstance(value, Mapping):
-            mapping = cast(Mapping[object, object], value)
-            items = [(key, _read_once_in(item, seen)) for key, item in mapping.items()]
-            if all(new is old for (_, new), old in zip(items, mapping.values(), strict=True)):
-                return mapping
-            return dict(items)
-        members = list(cast(Sequence[object], value))
-        read = [_read_once_in(item, seen) for item in members]
-        changed = any(new is not old for new, old in zip(read, members, strict=True))
-        return read if changed else cast(object, value)
-    finally:
-        seen.discard(key_of)
+def _members_of(value: object) -> list[object]:
+    return _members(value) or []
 
 
 def _json_key(key: object) -> object:
@@ -1219,7 +1262,9 @@ _LEAVES = frozenset((str, int, float, bool, type(None), bytes))
 def _members(value: object) -> list[object] | None:
     """What a model or dataclass in a result holds (None for anything else)."""
     if isinstance(value, pydantic.BaseModel):
-        return list(vars(value).values())
+        # A model's extra fields (`extra="allow"`) are written too, and kept beside its own.
+        extra = value.__pydantic_extra__
+        return [*vars(value).values(), *extra.values()] if extra else list(vars(value).values())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [getattr(value, f.name, None) for f in dataclasses.fields(value)]
     return None
@@ -1315,7 +1360,7 @@ def _jsonable(result: object, fallback: Callable[[Any], Any] = no_json_form) -> 
     # a `None` key): rare, so the result is looked into only then.
     if text is None or _MAY_BE_SPELT_OTHERWISE.search(text):
         try:
-            spelt = _json_spelt(result, set())
+            spelt = _json_spelt(result)
         except RecursionError:  # nested past Python's stack: as pydantic-core wrote it
             spelt = result
         if spelt is not result:
@@ -1379,7 +1424,7 @@ def _respelt(result: object, text: bytes) -> str:
     otherwise (NaN, infinities, a `None` key): from `text` itself where only floats are at
     fault, which spares writing `result` a second time."""
     try:
-        spelt = _json_spelt(result, set())
+        spelt = _json_spelt(result)
     except RecursionError:  # nested past Python's stack: as pydantic-core wrote it
         spelt = result
     if spelt is not result:  # its keys were checked as returned (a `None` beside a `"null"`)

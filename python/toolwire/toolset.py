@@ -2107,7 +2107,7 @@ class Toolset:
             non-retryable `internal_error` outcome and the exception is logged by type: one
             call's failure never costs the others their outcomes, as in `assemble`. A
             validator's refusal whose message Pydantic cannot encode (a lone surrogate) is a
-            retryable `validation` error at the root, its message made sendable.
+            retryable `validation` error at its field, its message made sendable.
 
         Raises:
             TypeError: `call` is not a call, or a call of the application's own holds the
@@ -2118,8 +2118,9 @@ class Toolset:
         except ValidationError as exc:
             done = self._rejected(call, exc)
         except Exception as exc:
-            # The native path runs Pydantic, so the model's own validators.
-            done = self._failed(call, exc)
+            # The native path runs Pydantic, so the model's own validators. A refusal Pydantic
+            # could not write down is read again by the general path, which finds its field.
+            done = None if _unwritable_refusal(exc) is not None else self._failed(call, exc)
         # The rest in a method of its own: a frame with the general path's two dozen locals
         # costs the common case time to set up and clear.
         if done is None:
@@ -2247,6 +2248,14 @@ class Toolset:
                         instance = validate_json(raw, strict=strict)
                     except ValidationError as exc:
                         return validator.rejected(call, exc, lang=lang, redact=self._redact)
+                    except UnicodeEncodeError as exc:
+                        if _unwritable_refusal(exc) is None:
+                            raise
+                        # A refusal Pydantic could not write down: the validator reads the
+                        # text again so that it can (see `ToolValidator._refuse_writably`).
+                        return validator.validate(
+                            call, lang=lang, redact=self._redact, prechecked=checked
+                        )
                     # The core flags long numbers while scanning; only then is the text read.
                     if floats and not plain_numbers and float_risk(raw):
                         # A number a float field may read as infinity or zero: look closer.
@@ -2347,10 +2356,12 @@ def _unwritable_refusal(exc: Exception) -> str | None:
     A validator raising `ValueError` with a lone surrogate in its message makes pydantic-core
     raise `UnicodeEncodeError` in place of the `ValidationError` (it cannot encode the text,
     and the field it was at is lost with it). That is the model's value refused, not a bug:
-    the call is retryable. Pydantic catches a `UnicodeEncodeError` the application's own code
-    raises while validating (it is a `ValueError`), so one raised from native code directly
-    under a toolwire frame is Pydantic's; a check's or the redaction hook's own stays an
-    `internal_error`.
+    the call is retryable. The validator reads such a call again where its refusal can be
+    written down, at its field (`ToolValidator._refuse_writably`); this is what is left where
+    that reading does not refuse it again. Pydantic catches a `UnicodeEncodeError` the
+    application's own code raises while validating (it is a `ValueError`), so one raised from
+    native code directly under a toolwire frame is Pydantic's; a check's or the redaction
+    hook's own stays an `internal_error`.
     """
     if not (isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed"):
         return None

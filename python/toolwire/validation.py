@@ -47,7 +47,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, TypeVar, cast, get_args
 
 import jsonschema
 import jsonschema.protocols
@@ -55,6 +55,7 @@ import jsonschema.validators
 import regex
 from pydantic import BaseModel, NaiveDatetime, SecretBytes, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError, SchemaValidator
 from pydantic_core.core_schema import ErrorType
 
 from toolwire._core import ToolRegistry, capped_path
@@ -113,6 +114,7 @@ from toolwire.payloads import (
     answering_id,
     check_lang,
     message_for,
+    sendable_text,
     text,
     wire_id_of,
 )
@@ -2557,6 +2559,11 @@ class _ErrorBuilder:
                 if isinstance(value, str) and value and self.got(located, value) != shown(value):
                     # A validator's message that quotes a value redaction hides.
                     hint = hint.replace(value, REDACTED)
+                if self.redact is not None:
+                    # The application's own words, which may quote what the hook hides (a
+                    # host name in a refusal): the hook's verdict on the whole text, as on a
+                    # tool's error or a check's reason (`scrubbed_text`).
+                    hint = self.redact("", hint)
                 hint = shown_text(hint) or None
             elif code == "timezone_required":
                 hint = text("hint.timezone_required", self.lang)
@@ -2743,13 +2750,14 @@ class _ErrorBuilder:
 
     def _closest_branch(self, located: _Located, value: dict[str, Any]) -> _Draft | None:
         """For an object no union branch accepts: the first thing the branch it is closest to
-        finds wrong with it, or None when no branch finds anything it can name.
+        finds wrong with it, or None when no branch finds anything it can name; tagged with
+        that branch (`_branch_tag`), to be weighed with what other readings find in it.
 
         A branch is closer when fewer of the object's fields break its constants (a tag such as
         `"kind": "cat"` says which branch the model meant), then when fewer fields are unknown
-        to it, missing or of the wrong type. Between branches equally close, the first one, as
-        Pydantic tries them. What it finds: an unknown field, else a missing one, else a field
-        of the wrong type.
+        to it, missing or of the wrong type. Between branches equally close, the one that
+        declares the most of its keys, the first of those (`_undeclared_keys`). What it finds:
+        an unknown field, else a missing one, else a field of the wrong type.
 
         A tag is a field that at least two branches hold to constants: one only a single
         branch restricts (a comparison's `op` beside `and` / `or` branches) tells no branches
@@ -2787,32 +2795,37 @@ class _ErrorBuilder:
             scored.append((score, order, branch, unknown, missing, mistyped))
         if not scored:
             return None
-        (tags, _), _, branch, unknown, missing, mistyped = min(scored, key=lambda s: (s[0], s[1]))
+        (tags, _), _, branch, unknown, missing, mistyped = min(
+            scored, key=lambda s: (s[0], _undeclared_keys(s[2], cast(object, value)), s[1])
+        )
         base = _split(located.pointer)
         if tags:
             # Every branch breaks a constant: the tag, if they share one, is what to fix.
             return self._tag_of_no_branch(located, value, [b for _, _, b, _, _, _ in scored])
+        found: _Draft | None = None
         if unknown:
             key = unknown[0]
             at = dataclasses.replace(
                 self.schema.locate([*base, key]), pointer=pointer([*base, key]), parent=branch
             )
-            return self.unknown_field(at, value[key])
-        if missing:
+            found = self.unknown_field(at, value[key])
+        elif missing:
             key = missing[0]
             rule = self._member_schema(branch, key) or {}
             user = bool(rule.get(USER_SUPPLIED_KEY))
             hint = text("hint.user_supplied", self.lang) if user else None
             expected = self.expected("missing", rule, {}, "")
             error = FieldError(pointer([*base, key]), "missing", expected, None, hint)
-            return _Draft(error, user_supplied=user)
-        if mistyped:
+            found = _Draft(error, user_supplied=user)
+        elif mistyped:
             key = mistyped[0]
             rule = self._member_schema(branch, key) or {}
             at = dataclasses.replace(located, pointer=pointer([*base, key]), node=rule)
             expected = self.schema.describe(rule, self.lang)
-            return _Draft(FieldError(at.pointer, "type", expected, self.got(at, value[key])))
-        return None
+            found = _Draft(FieldError(at.pointer, "type", expected, self.got(at, value[key])))
+        if found is not None:
+            found.union_ptr, found.tag = _branch_tag(self.schema, located.pointer, branch)
+        return found
 
     def _member_schema(self, branch: Mapping[str, Any], key: str) -> dict[str, Any] | None:
         """The schema an object branch gives its member `key`: the property's, else that of
@@ -2982,7 +2995,7 @@ class _ErrorBuilder:
                     if closest is not None:
                         drafts.append(closest)
                         continue
-                inner = _inner_faults(error)
+                inner = _inner_faults(error, self.schema)
                 if inner is not None:
                     # The branch closest to the object or array says what to fix in it.
                     drafts.extend(self._from_jsonschema(inner, value))
@@ -3464,27 +3477,35 @@ def _branch_errors(
 
 
 def _inner_faults(
-    error: jsonschema.ValidationError,
+    error: jsonschema.ValidationError, schema: _Schema
 ) -> list[jsonschema.ValidationError] | None:
     """For a union that refused an object or an array: the errors of the branch that comes
     closest among those of the value's own type, so that the model does not hear "expected an
     array" for the array it sent. Closest is a branch that faults only what is inside the value
     (a member's pattern, an item's own union), not the value itself (a missing or unknown field,
-    its length); then the fewest errors; then the first, as Pydantic tries branches. None when
-    no branch takes the value's type."""
-    if not isinstance(error.instance, (dict, list)):
+    its length); then the fewest errors; then the one that declares the most of the object's
+    keys, the first of those (`_undeclared_keys`). None when no branch takes the value's
+    type."""
+    instance: object = error.instance
+    if not isinstance(instance, (dict, list)):
         return None
     listed = _l(error.validator_value)
     by_branch = _branch_errors(error)
     if not by_branch or len(by_branch) != len(listed):
         return None  # a branch that passed (oneOf matched twice): nothing to fix in one
     fitting = [
-        (not all(e.relative_path for e in errors), len(errors), index, errors)
-        for index, errors in by_branch.items()
+        (
+            not all(e.relative_path for e in errors),
+            len(errors),
+            _undeclared_keys(schema.deref(_d(listed[index])), cast(object, instance)),
+            index,
+            errors,
+        )
+        for index, errors in sorted(by_branch.items())
         if not _loops_only(errors)
         and not any(e.validator == "type" and not e.relative_path for e in errors)
     ]
-    return min(fitting, key=lambda f: f[:3])[3] if fitting else None
+    return min(fitting, key=lambda f: f[:4])[4] if fitting else None
 
 
 def _requires(branch: Mapping[str, Any]) -> list[str]:
@@ -4169,25 +4190,58 @@ def _closest_tied(
     tied: list[list[_Draft]], union_ptr: str, schema: _Schema, value: Any
 ) -> list[_Draft]:
     """Of branches of a union that fail equally often, the errors of the one that declares
-    the most keys of the object `value`, the first of those (as Pydantic tries them).
-
-    Pydantic counts no key a branch ignores: `{"b": 2, "y": 1}` fails `A(a, x)` once (`a`
-    missing) and `B(b, y)` once (`b` is no string), and the first branch told the model to
-    add `a` to an object plainly meant for `B`."""
+    the most keys of `value` (`_undeclared_keys`), the first of those."""
     if not isinstance(value, dict) or len(tied) < 2:
         return tied[0]
-    keys = cast(dict[str, Any], value).keys()
+    sent = cast(dict[str, Any], value)
     branches = schema.branches(schema.locate(_split(union_ptr)).node)
 
     def undeclared(drafts: list[_Draft]) -> int:
         branch = schema.pick(branches, drafts[0].tag) if drafts[0].tag is not None else None
-        if branch is None or not _is_object_schema(branch):
-            return len(keys) + 1
-        props = _d(branch.get("properties"))
-        patterns = _d(branch.get("patternProperties"))
-        return sum(1 for key in keys if key not in props and not _pattern_names(patterns, key))
+        return _undeclared_keys(branch, sent)
 
     return min(tied, key=undeclared)
+
+
+def _branch_tag(
+    schema: _Schema, union_ptr: str, branch: Mapping[str, Any]
+) -> tuple[str | None, str | None]:
+    """The union at `union_ptr` and the tag (the title Pydantic names it by in `loc`) of its
+    object branch `branch`, for a finding in that branch's object: `_merge_unions` then weighs
+    it with the branch's other errors, and drops it where another branch is the one meant (a
+    report that named one branch's errors and another's keys misled). `(None, None)` where
+    Pydantic's own errors there carry no such tag: a union inside another's branch (weighed
+    at the outer one), `Optional[Model]`, or branches without distinct titles."""
+    title = branch.get("title")
+    if not isinstance(title, str) or _union_root(schema, union_ptr) != union_ptr:
+        return None, None
+    branches = schema.branches(schema.locate(_split(union_ptr)).node)
+    if len([b for b in branches if b.get("type") != "null"]) < 2:
+        return None, None
+    if sum(1 for b in branches if b.get("title") == title) != 1:
+        return None, None
+    return union_ptr, title
+
+
+def _undeclared_keys(branch: Mapping[str, Any] | None, value: object) -> int:
+    """How many keys of `value` the union branch `branch` declares neither as a property nor
+    by a pattern: every key and one more for a branch that takes no object (or is not known),
+    none for a value that is no object.
+
+    The one rule both model and plain tools tell union branches apart by, after the errors
+    each finds: of branches that fail equally often, the one that declares the most keys
+    sent is the one meant, the first of those as Pydantic tries them. Pydantic counts no key
+    a branch ignores: `{"b": 2, "y": 1}` fails `A(a, x)` once (`a` missing) and `B(b, y)`
+    once (`b` is no string), and the first branch told the model to add `a` to an object
+    plainly meant for `B`."""
+    if not isinstance(value, dict):
+        return 0
+    keys = cast(dict[str, Any], value).keys()
+    if branch is None or not _is_object_schema(branch):
+        return len(keys) + 1
+    props = _d(branch.get("properties"))
+    patterns = _d(branch.get("patternProperties"))
+    return sum(1 for key in keys if key not in props and not _pattern_names(patterns, key))
 
 
 def _tag_error(
@@ -4520,6 +4574,9 @@ class ToolValidator:
         # `_read_free_input`) may be read in lax mode too.
         self._free_input = free_input if model is not None and self._strict else None
         self._typed_check: ToolRegistry | None = None
+        # Pydantic's `validate_json` of a copy of the model's core schema whose validators'
+        # refusals Pydantic can always write down (see `_refuse_writably`), made when first needed.
+        self._writable: Callable[..., Any] | None = None
         # A lax model reads a number written with a fraction or an exponent (`30.0`,
         # `4.9999999999999999`) into an int field as a float and keeps the int of it without
         # a word; a strict one refuses it, and coercion records a whole one or refuses the rest.
@@ -4651,12 +4708,49 @@ class ToolValidator:
         that sees the input first, in lax mode where strict mode refuses (see
         `_read_free_input`)."""
         assert self._validate_json is not None
-        if self._free_input is None:
-            return self._validate_json(text_in, strict=self.strict_argument)
         try:
-            return self._validate_json(text_in, strict=True)
-        except ValidationError as exc:
-            return self._read_free_input(text_in, exc)
+            if self._free_input is None:
+                return self._validate_json(text_in, strict=self.strict_argument)
+            try:
+                return self._validate_json(text_in, strict=True)
+            except ValidationError as exc:
+                return self._read_free_input(text_in, exc)
+        except UnicodeEncodeError as exc:
+            if exc.reason != "surrogates not allowed":
+                raise
+            self._refuse_writably(text_in, exc)
+
+    def _refuse_writably(self, text_in: str | bytes, refused: UnicodeEncodeError) -> NoReturn:
+        """`_read` for a text that made one of the model's validators refuse it with a message
+        holding a lone surrogate: pydantic-core cannot encode such a message, and raises
+        `UnicodeEncodeError` in place of the `ValidationError`, with the field it was at and
+        every other error lost. The text is read again by a validator of the same core schema
+        whose validator functions give such a refusal's message with each lone surrogate
+        replaced (`sendable_text`): the refusal is then Pydantic's own, at its field.
+
+        Raises:
+            ValidationError: Pydantic's refusal, every message sendable.
+            UnicodeEncodeError: `refused`, where the copy does not refuse the text that way.
+        """
+        assert self.model is not None
+        try:
+            if self._writable is None:
+                core = self.model.__pydantic_core_schema__
+                config = cast(Any, core).get("config") if core.get("type") == "model" else None
+                writable = SchemaValidator(cast(Any, _refusals_sendable(core)), config)
+                self._writable = writable.validate_json
+            # A model with a validator that sees the input first is read in lax mode, where
+            # strict mode would refuse the valid values too (see `_read_free_input`).
+            lax = self._free_input is not None
+            self._writable(text_in, strict=None if lax else self.strict_argument)
+        except ValidationError:
+            raise
+        except Exception:
+            # A validator that needs what the copy lacks, or a schema it cannot build: the
+            # refusal as Pydantic left it.
+            raise refused from None
+        # Taken where it was refused (a validator that refuses only sometimes): as refused.
+        raise refused
 
     def _read_free_input(self, text_in: str | bytes, refused: ValidationError) -> BaseModel:
         """The model of a text that strict mode `refused`, for a model with a validator of its
@@ -4713,6 +4807,7 @@ class ToolValidator:
         state = dict(self.__dict__)
         state["_validate_json"] = None
         state["_typed_check"] = None
+        state["_writable"] = None
         state["_jsonschema"] = None
         state["_as_written"] = None
         return state
@@ -4868,6 +4963,10 @@ class ToolValidator:
                 # The pre-check stops at its first violation: unknown fields after it (which
                 # Pydantic's default `extra="ignore"` would drop) are found here.
                 unknown = self._unknown_drafts(builder, call.value)
+                for twin in unknown:
+                    if twin.error.path == found.error.path and found.error.code == twin.error.code:
+                        # The pre-check's own finding of that key: weighed as the walk's is.
+                        found.union_ptr, found.tag = twin.union_ptr, twin.tag
                 # The union failed on a value inside it (a tag, a field its tagged branch does
                 # not define): that error says what to fix, "expected an object" at the union
                 # does not.
@@ -4901,17 +5000,20 @@ class ToolValidator:
         parts of `value` that are `checked`'s own left out, see `_unknown_fields`), at its
         place as sent where `set_duplicates` dropped repeats before it (`kept`)."""
         # The object's own schema, not what `locate` makes of the key inside a union.
-        return [
-            builder.unknown_field(
+        drafts: list[_Draft] = []
+        for parts, item, parent in _unknown_fields(self._published, value, checked):
+            located = self._lookup.locate(parts)
+            draft = builder.unknown_field(
                 dataclasses.replace(
-                    self._lookup.locate(parts),
+                    located,
                     pointer=pointer((_sent_loc(parts, value, kept) if kept else None) or parts),
                     parent=parent,
                 ),
                 item,
             )
-            for parts, item, parent in _unknown_fields(self._published, value, checked)
-        ]
+            draft.union_ptr, draft.tag = _branch_tag(self._lookup, pointer(parts[:-1]), parent)
+            drafts.append(draft)
+        return drafts
 
     def _odd_decimal_text(self, call: CallLike) -> bool:
         """Whether a `Decimal` field holds a string Pydantic read that is not a JSON number
@@ -5310,6 +5412,89 @@ class ToolValidator:
             message=text("msg.validation", lang),
             lang=lang,
         )
+
+
+_FUNCTION_SCHEMAS = frozenset(
+    {"function-before", "function-after", "function-plain", "function-wrap"}
+)
+
+
+def _refusals_sendable(schema: object) -> object:
+    """A copy of a Pydantic core schema with each validator function wrapped by
+    `_sendable_refusal` (serializers, under `serialization`, left as they are)."""
+    if isinstance(schema, list):
+        return [_refusals_sendable(item) for item in cast(list[object], schema)]
+    if not isinstance(schema, dict):
+        return schema
+    node = cast(dict[str, Any], schema)
+    copied = {
+        key: item if key == "serialization" else _refusals_sendable(item)
+        for key, item in node.items()
+    }
+    function = node.get("function")
+    kind = node.get("type")
+    if kind in _FUNCTION_SCHEMAS and isinstance(function, dict):
+        own = cast(dict[str, Any], function)
+        copied["function"] = {**own, "function": _sendable_refusal(own["function"])}
+    elif kind == "model" and isinstance(node.get("cls"), type):
+        # pydantic-core takes a built model's own validator (its `__pydantic_validator__`, the
+        # functions unwrapped) for a model node whose class is complete: the copy builds its
+        # instances as a plain class of the same name. A validator that needs the model's
+        # methods then fails, and the refusal stays where it was found (`_refuse_writably`).
+        model = cast(type, node["cls"])
+        names = {"__module__": model.__module__, "__qualname__": model.__qualname__}
+        copied["cls"] = type(model.__name__, (), names)
+    elif kind == "dataclass":
+        # Likewise for a built Pydantic dataclass, which a `generic_origin` keeps from it.
+        copied["generic_origin"] = node.get("generic_origin") or node.get("cls")
+    return copied
+
+
+def _sendable_refusal(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a validator) with a refusal whose message holds a lone surrogate raised
+    again with the message made sendable, as the same kind of refusal to Pydantic."""
+
+    def validator(*args: Any) -> Any:
+        try:
+            return function(*args)
+        except ValidationError:
+            raise  # a wrap validator's handler: the inner validators' refusals, already seen to
+        except (ValueError, AssertionError) as exc:
+            sendable = _sendable_error(exc)
+            if sendable is None:
+                raise
+        # Raised here, not in the handler: pydantic-core writes down the exception it handled
+        # as well (`__context__`), which holds the message it cannot encode.
+        raise sendable
+
+    return validator
+
+
+def _sendable_error(exc: ValueError | AssertionError) -> Exception | None:
+    """The same kind of refusal as `exc` with each lone surrogate in its message replaced, or
+    None when pydantic-core can write `exc` down as it is."""
+    if isinstance(exc, PydanticCustomError):
+        if _encodable(exc.message()):
+            return None
+        context = {
+            key: sendable_text(item) if isinstance(item, str) else item
+            for key, item in (exc.context or {}).items()
+        }
+        # The type and template are the application's own, made sendable (not literals).
+        kind: Any = exc.type
+        template: Any = sendable_text(exc.message_template)
+        return PydanticCustomError(kind, template, context)
+    message = str(exc)
+    if _encodable(message):
+        return None
+    return (AssertionError if isinstance(exc, AssertionError) else ValueError)(
+        sendable_text(message)
+    )
+
+
+def _encodable(message: str) -> bool:
+    """Whether pydantic-core can write `message` down (it holds no lone surrogate)."""
+    return sendable_text(message) is message
 
 
 def _unreadable_json(pydantic_errors: Sequence[Any], text: str) -> bool:
