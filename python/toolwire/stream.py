@@ -602,7 +602,7 @@ def _json_under_event_stream(source: Any, response: Any) -> _ReadAhead | None:
     pieces: Any = getattr(response, "stream", None)
     if not (callable(tell) and callable(pieces)) or tell() != 0:
         return None
-    rest: Iterator[bytes] = iter(pieces())
+    rest = iter(cast("Iterable[bytes]", pieces()))
     first = next(rest, b"")
     ahead = _ReadAhead(response, first, rest)
     if first[:1] and first[0] in _JSON_OPENERS:
