@@ -781,6 +781,13 @@ class Assembler:
           `{"reasoningContent": {"reasoningText": {"text": ..., "signature": ...}}}` (no
           `signature` when the model signs none) or `{"reasoningContent": {"redactedContent":
           bytes}}`; one cut off is left out.
+        - Gemini (`feed_sse`, `feed_chunk`): each thought, `{"text": ..., "thought": True,
+          "thoughtSignature": ...}` (no `thoughtSignature` when it came with none): the
+          `thought` parts in a row, their text joined, until a part that is no thought, a
+          signature on one (it goes on that thought, which Gemini wants back on its part), the
+          finish reason or the end of the body; an error chunk lets the one streaming go. A
+          call after some gets their number as metadata `reasoning_before`, so that the next
+          turn keeps their places.
 
         Their bytes count toward `max_stream_bytes` as assistant text does, a block's from its
         first delta; a response past the limit keeps nothing that had not ended by then. A
@@ -867,6 +874,13 @@ class Assembler:
         """Keeps a Bedrock `reasoningContent` block `feed_chunk` read whole, its bytes already
         counted (`_keep_text`): its `reasoningText` (`text`, `signature`), or with `redacted` its
         `redactedContent`.
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _keep_gemini_thought(self, text: str, signature: str | None, /) -> None:
+        """Keeps a Gemini thought (a run of `thought` parts) `feed_chunk` read, its bytes
+        already counted (`_keep_text`): its text and its `thoughtSignature`, if it came with one.
 
         Raises:
             MisuseError: After `finish`.
