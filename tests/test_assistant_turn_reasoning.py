@@ -102,11 +102,13 @@ def test_each_style_takes_its_own_reasoning_and_only_that() -> None:
         ("bedrock-converse", ITEM),
         ("bedrock-converse", {**CONVERSE, "text": "two members"}),
         ("bedrock-converse", {}),
+        ("gemini", ITEM),
+        ("gemini", {"text": "no thought"}),
     ]:
         with pytest.raises(TypeError, match=r"reasoning\[0\] is no"):
             assistant_turn(made, style=style, reasoning=[block])
-    with pytest.raises(ValueError, match="not 'gemini'"):
-        assistant_turn(made, style="gemini", reasoning=[ITEM])
+    with pytest.raises(ValueError, match="not 'openai-chat'"):
+        assistant_turn(made, style="openai-chat", reasoning=[ITEM])
 
 
 def _paired(*specs: tuple[str, str | None]) -> list[Any]:

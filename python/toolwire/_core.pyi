@@ -792,6 +792,13 @@ class Assembler:
           "source": {"bytes": bytes}}}` (its `bytes` deltas joined; an `s3Location` source
           as sent): the next turn sends it back in its place. An image whose delta says
           `error`, or that never stopped, is left out.
+        - Gemini (`feed_sse`, `feed_chunk`): each thought, `{"text": ..., "thought": True,
+          "thoughtSignature": ...}` (no `thoughtSignature` when it came with none): the
+          `thought` parts in a row, their text joined, until a part that is no thought, a
+          signature on one (it goes on that thought, which Gemini wants back on its part), the
+          finish reason or the end of the body; an error chunk lets the one streaming go. A
+          call after some gets their number as metadata `reasoning_before`, so that the next
+          turn keeps their places.
 
         Their bytes count toward `max_stream_bytes` as assistant text does, a block's from its
         first delta; a response past the limit keeps nothing that had not ended by then. A
@@ -885,6 +892,13 @@ class Assembler:
     def _keep_converse_image(self, format: str, data: bytes, /) -> None:
         """Keeps a Bedrock `image` block `feed_chunk` read whole, in its place among the
         reasoning blocks, its bytes already counted (`_keep_text`: its `format`, then its data).
+
+        Raises:
+            MisuseError: After `finish`.
+        """
+    def _keep_gemini_thought(self, text: str, signature: str | None, /) -> None:
+        """Keeps a Gemini thought (a run of `thought` parts) `feed_chunk` read, its bytes
+        already counted (`_keep_text`): its text and its `thoughtSignature`, if it came with one.
 
         Raises:
             MisuseError: After `finish`.

@@ -118,8 +118,8 @@ class StreamEnded(StreamEvent):
         calls: Every call of the stream, in ordinal order (the same list as `.calls`).
         reasoning: The reasoning that ended whole (`Assembler.reasoning`: Anthropic's
             `thinking` blocks, Responses `reasoning` and hosted items, Bedrock
-            `reasoningContent` blocks), in output order, to send back with the calls
-            (`assistant_turn(..., reasoning=...)`); empty for other providers.
+            `reasoningContent` blocks, Gemini thought parts), in output order, to send back with
+            the calls (`assistant_turn(..., reasoning=...)`); empty for other providers.
         text_places: Where each text block of a turn with no call began
             (`Assembler.text_places`), to send the text back in its blocks and places
             (`assistant_turn(..., text_places=...)`); `None` with calls, which carry them.

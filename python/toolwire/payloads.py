@@ -2021,7 +2021,9 @@ def assistant_turn(
     is refused without them) and server blocks (a server tool's call, `server_tool_use`, and
     its result, which Anthropic ran: no result answers them) and Bedrock's `reasoningContent`
     blocks, server tool blocks (`toolUse` of `type` `server_tool_use`, and `toolResult`) and
-    the `image` blocks the model wrote go back where they came,
+    the `image` blocks the model wrote, and Gemini's thought parts (with the `thoughtSignature`
+    Gemini wants back on them, as google-genai's chats send every part back) go back where
+    they came,
     as the API wants the message echoed: each call after the blocks that came before it
     (metadata `reasoning_before`, their number, set by the assembler: interleaved thinking
     puts blocks between the calls), blocks after the last call at the end; with calls that
@@ -2083,7 +2085,8 @@ def assistant_turn(
             server blocks (`server_tool_use`, `web_search_tool_result`...) and with
             `"bedrock-converse"` its `reasoningContent`, server tool and `image` blocks in
             their places among the calls (first, before the text and the calls, when no call says
-            its place);
+            its place), with `"gemini"` its thought parts (`{"text", "thought": True,
+            "thoughtSignature"}`) the same way;
             with `"openai-responses"` its `reasoning` items each right before the item that
             followed it in the output, and its hosted items in their places.
         text_places: The places of the text blocks of a turn with no call
@@ -2100,7 +2103,7 @@ def assistant_turn(
 
     Raises:
         ValueError: On an unknown style, or `reasoning` blocks for a style that takes none
-            (`openai-chat`, `gemini`).
+            (`openai-chat`).
         TypeError: `calls` is not a list of calls, or `reasoning` not a list of the style's
             reasoning blocks (Responses: items of a `type` other than the ones the turn makes,
             `message`, `function_call` and `custom_tool_call`).
@@ -2136,7 +2139,7 @@ def assistant_turn(
         return _responses_turn(calls, said, thoughts, turn)
     if style == "gemini":
         uses = [_gemini_call(call) for call in calls]
-        parts = _interleaved(calls, [], said, _gemini_text, uses, turn)
+        parts = _interleaved(calls, thoughts, said, _gemini_text, uses, turn)
         return [{"role": "model", "parts": parts}] if parts else []
     uses: list[dict[str, Any]]
     if style == "anthropic":
@@ -2221,15 +2224,16 @@ def _interleaved(
     uses: list[dict[str, Any]],
     turn: Sequence[Sequence[object]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The blocks of an Anthropic or Bedrock turn (the parts of a Gemini one, which has no reasoning
-    blocks) in the order the model wrote them: each call right after the reasoning blocks that came
-    before it (metadata `reasoning_before`, their number, which the assembler sets), each text block
-    in its place (metadata `text_before` and `text_after`, see `_text_places`), and the reasoning
-    after the last call at the end. The API wants the message back as it came; interleaved thinking
-    puts reasoning between the calls, and a model may write text between or after them. Without
-    places the text is one block right before the first call; calls that carry no count (none came
-    before them, or calls made by hand) follow all the reasoning when none has one. A text block
-    goes with what its place holds for it (a Gemini signature, citations)."""
+    """The blocks of an Anthropic or Bedrock turn (the parts of a Gemini one, its thoughts the
+    reasoning blocks) in the order the model wrote them: each call right after the reasoning
+    blocks that came before it (metadata `reasoning_before`, their number, which the assembler
+    sets), each text block in its place (metadata `text_before` and `text_after`, see
+    `_text_places`), and the reasoning after the last call at the end. The API wants the message
+    back as it came; interleaved thinking puts reasoning between the calls, and a model may write
+    text between or after them. Without places the text is one block right before the first
+    call; calls that carry no count (none came before them, or calls made by hand) follow all
+    the reasoning when none has one. A text block goes with what its place holds for it (a
+    Gemini signature, citations)."""
     counts = [_counted(_metadata(call), "reasoning_before") for call in calls]
     places = _text_places(calls, len(said), turn)
     if places is None:
@@ -2502,6 +2506,8 @@ _REASONING_KINDS: dict[str, tuple[str, ...]] = {
     "openai-responses": ("reasoning",),
     # Bedrock: with the model's `image` blocks, which go back in their places as reasoning does.
     "bedrock-converse": ("reasoningContent", "image"),
+    # A part with `thought: true`, which has no `type`.
+    "gemini": ("thought",),
 }
 # The Anthropic blocks a turn makes itself (from the text and the calls), the result blocks,
 # which go in the next user message, and the Responses `reasoning` item (Anthropic's is
@@ -2539,7 +2545,16 @@ def _reasoning_blocks(
                 said = members.get("type")
             elif len(members) == 1:
                 said = next(iter(members))
-        if style == "anthropic":
+        if style == "gemini":
+            if (
+                not isinstance(block, Mapping)
+                or cast(Mapping[str, object], block).get("thought") is not True
+            ):
+                raise TypeError(
+                    f"reasoning[{index}] is no thought part (`thought: true`) for {style!r}: "
+                    f"{block!r:.80}"
+                )
+        elif style == "anthropic":
             if not isinstance(said, str) or said in _ANTHROPIC_MADE:
                 raise TypeError(
                     f"reasoning[{index}] is no thinking, redacted_thinking or server block for "

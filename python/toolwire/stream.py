@@ -1057,8 +1057,8 @@ class _StreamBase(LiveState):
     @property
     def reasoning(self) -> list[dict[str, Any]]:
         """The reasoning that ended whole so far (`Assembler.reasoning`: Anthropic's thinking
-        blocks, Responses `reasoning` and hosted items, Bedrock `reasoningContent` blocks), to
-        send back with the calls:
+        blocks, Responses `reasoning` and hosted items, Bedrock `reasoningContent` blocks, Gemini
+        thought parts), to send back with the calls:
         `assistant_turn(calls, style=..., text=..., reasoning=stream.reasoning)`."""
         driver = self._driver
         return driver.reasoning if driver.done else driver.assembler.reasoning

@@ -1942,8 +1942,11 @@ impl Assembler {
     /// [`Misuse`] after finish or for an unknown ordinal.
     pub fn end_call(&mut self, ordinal: usize) -> Result<(), Misuse> {
         self.ends_calls = true;
+        let over = self.over.is_some();
         let call = self.open_call_mut(ordinal)?;
-        call.ended = true;
+        // Past a per-stream limit nothing more of the response is kept, a call's end neither:
+        // the call ends as where the reader stopped at the limit (see `finish_calls`).
+        call.ended |= !over;
         end_retread(call);
         // No fragment follows to tell held fragments' two readings apart: they are decided
         // now, as `finish` would decide them, so partial values and progress see them at once.
@@ -2639,12 +2642,16 @@ impl Assembler {
             // In a stream that ends its calls, one it never ended was cut off too (its start
             // event's placeholder input is no argument the model sent), as when the
             // connection drops: an earlier call's end event may be the one lost. A call that a
-            // later one replaced under its key was ended by that one (quirks 2 and 25).
+            // later one replaced under its key was ended by that one (quirks 2 and 25). Past a
+            // per-stream limit nothing of the response is kept, its end neither: a call that had
+            // no text by then keeps none, whether the reader read on to the finish reason
+            // (`feed_sse`) or stopped at the limit (`assemble`).
             let broke_off = self
                 .interrupted
                 .as_deref()
                 .filter(|_| ordinal >= self.interrupted_from);
             let cut = broke_off.is_some()
+                || self.over.is_some()
                 || self.cut_by_limit == Some(ordinal)
                 || (self.ends_calls && self.open.get(call.index) == Some(ordinal));
             let cut_before_arguments = cut

@@ -1244,7 +1244,7 @@ impl Decoder {
         // to stop, as `feed_chunk` and the SDKs (which raise the event) read it. Its input says
         // nothing: nothing is set aside to let go.
         self.empty_block = None;
-        self.gemini_gave_up();
+        self.gemini_gave_up(emit);
         emit(Action::ProviderError(json));
         provider_gave_up(emit);
     }
@@ -1414,7 +1414,7 @@ impl Decoder {
                 // A Chat stream's `{"error": ...}` line: the same end as an `error` event (the
                 // openai SDK raises it and reads no further). Gemini's (google-genai raises
                 // it) also ends a call waiting for its second part.
-                self.gemini_gave_up();
+                self.gemini_gave_up(emit);
                 emit(Action::ProviderError(env.error.map_or("", RawValue::get)));
                 provider_gave_up(emit);
                 Ok(None)
@@ -2733,14 +2733,7 @@ impl Decoder {
                         // deltas and stop find no block, and the assembler keeps none of it).
                         return Ok(());
                     }
-                    if self.thoughts_kept > 0 {
-                        let json = self.thoughts_kept.to_string();
-                        emit(Action::Metadata {
-                            index: Some(index),
-                            key: "reasoning_before",
-                            json: &json,
-                        });
-                    }
+                    self.count_reasoning_before(index, emit);
                     // The next turn sends them back on the call's block.
                     let caller = block.caller.filter(|c| c.get().starts_with('{'));
                     for (key, raw) in [("caller", caller), ("toolset_name", block.toolset_name)] {

@@ -104,6 +104,13 @@ fn reasoning_block(py: Python<'_>, block: Reasoning) -> PyResult<Bound<'_, PyAny
             content.set_item(pyo3::intern!(py, "reasoningText"), inner)?;
             dict.set_item(pyo3::intern!(py, "reasoningContent"), content)?;
         }
+        Reasoning::GeminiThought { text, signature } => {
+            dict.set_item(pyo3::intern!(py, "text"), text)?;
+            dict.set_item(pyo3::intern!(py, "thought"), true)?;
+            if let Some(signature) = signature {
+                dict.set_item(pyo3::intern!(py, "thoughtSignature"), signature)?;
+            }
+        }
         Reasoning::ConverseRedacted { data } => {
             let content = PyDict::new(py);
             content.set_item(
@@ -3401,6 +3408,22 @@ impl PyAssembler {
         let block = Reasoning::ConverseImage {
             format: format.to_owned(),
             data: data.to_vec(),
+        };
+        let mut this = slf.try_borrow_mut().map_err(in_use)?;
+        this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))
+    }
+
+    /// Keeps a Gemini thought (a run of `thought` parts) `feed_chunk` read, its bytes already
+    /// counted (`_keep_text`): its text and its `thoughtSignature`, if it came with one.
+    #[pyo3(signature = (text, signature, /))]
+    fn _keep_gemini_thought(
+        slf: &Bound<'_, Self>,
+        text: &str,
+        signature: Option<&str>,
+    ) -> PyResult<()> {
+        let block = Reasoning::GeminiThought {
+            text: text.to_owned(),
+            signature: signature.map(str::to_owned),
         };
         let mut this = slf.try_borrow_mut().map_err(in_use)?;
         this.decoder.keep_reasoning(block).map_err(|e| misuse(&e))

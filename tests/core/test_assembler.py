@@ -1367,6 +1367,7 @@ _WHILE_IN_USE: dict[str, Callable[[Assembler], object]] = {
     "_keep_reasoning": lambda a: a._keep_reasoning("thought", "sig"),
     "_keep_reasoning_item": lambda a: a._keep_reasoning_item('{"type":"reasoning"}'),
     "_keep_converse_reasoning": lambda a: a._keep_converse_reasoning("thought", None, None),
+    "_keep_gemini_thought": lambda a: a._keep_gemini_thought("thought", None),
     "_drop_reasoning": lambda a: a._drop_reasoning(),
     "_forget_reasoning": lambda a: a._forget_reasoning(),
     "_mark_text_block": lambda a: a._mark_text_block(0),

@@ -384,6 +384,7 @@ def assemble_gemini(
         assert [c.warnings for c in calls] == [c.warnings for c in stream.calls], shape
         assert "".join(i.text for i in infos) == stream.text, shape
         assert asm.text_places == stream.text_places, shape
+        assert asm.reasoning == stream.reasoning, shape
         reasons = [i.finish_reason for i in infos if i.finish_reason is not None]
         assert (reasons[-1] if reasons else None) == stream.finish_reason, shape
         usages = [i.usage for i in infos if i.usage is not None]

@@ -206,12 +206,21 @@ def test_thought_signatures_stay_on_their_calls(sse_server: SSEServer, split: st
         gemini_chunk({"text": "Done.", "thoughtSignature": "dGV4dA=="}, finish="STOP"),
     ]
     _, stream = assemble_gemini(serve(sse_server, chunks, split), chunks)
+    # Each call after the thought counts it, which the next turn sends back before them.
+    after = {"reasoning_before": 1}
     assert [(c.name, c.value, c.metadata) for c in stream.calls] == [
-        ("f", {"a": 1}, {"thought_signature": "Zmlyc3Q="}),
-        ("g", {"b": 2}, {"thought_signature": "c2Vjb25k"}),
-        ("h", {"c": 3}, {"thought_signature": "dGhpcmQ="}),
+        ("f", {"a": 1}, {"thought_signature": "Zmlyc3Q=", **after}),
+        ("g", {"b": 2}, {"thought_signature": "c2Vjb25k", **after}),
+        ("h", {"c": 3}, {"thought_signature": "dGhpcmQ=", **after}),
         # The text after it keeps its place there, and its signature, for the next turn.
-        ("k", {"d": 4}, {"thought_signature": "Zm91cnRo", "text_after": [[0, 0, "dGV4dA=="]]}),
+        (
+            "k",
+            {"d": 4},
+            {"thought_signature": "Zm91cnRo", "text_after": [[0, 1, "dGV4dA=="]], **after},
+        ),
+    ]
+    assert stream.reasoning == [
+        {"text": "Hmm.", "thought": True, "thoughtSignature": "dGhvdWdodA=="}
     ]
 
 

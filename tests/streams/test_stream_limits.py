@@ -22,11 +22,14 @@ from .streamkit import (
     Call,
     anthropic_message_start,
     anthropic_stream,
+    chat_chunk,
     chat_stream,
     gemini_call,
     gemini_chunk,
     responses_stream,
     sse_body,
+    tc,
+    tool_delta,
 )
 
 GENERATORS = {
@@ -133,6 +136,62 @@ def test_streamed_gemini_pieces_past_the_stream_limit_are_let_go(path: str) -> N
     # Python's own allocations (the SDK path's adapter); the raw path holds its pieces in Rust,
     # where the limit is checked by the decoder itself.
     assert peak < 5_000_000, peak
+
+
+@pytest.mark.parametrize("closes", [True, False])
+def test_a_streamed_gemini_call_cut_by_the_stream_limit_ends_alike_on_every_path(
+    sse_server: SSEServer, closes: bool
+) -> None:
+    # Pieces pass the limit: the response is refused, and nothing that comes after is kept, as
+    # in every format. The wrapper reads no further; `feed_chunk` and `feed_sse`, which read on,
+    # must not then feed the call the arguments its last piece closes: it keeps none on every
+    # path (it held `{}` on those two, where `assemble` left it empty).
+    piece = {"jsonPath": "$.a", "stringValue": "x" * 150}
+    chunks = [
+        gemini_chunk(gemini_call("write", willContinue=True)),
+        gemini_chunk(gemini_call(None, partialArgs=[piece], willContinue=True)),
+    ]
+    if closes:
+        chunks.append(gemini_chunk(gemini_call(None)))
+    chunks.append(gemini_chunk(gemini_call("after", {"b": 1}), finish="STOP"))
+    limits = {"max_stream_bytes": 100}
+    route = sse_server.register(sse_body(chunks, "gemini"))
+    _, stream = assemble_sync(route, "gemini", limits=limits)
+    chunked, raw = Assembler(**limits), Assembler(**limits)
+    for chunk in chunks:
+        chunked.feed_chunk(chunk)
+    raw.feed_sse(route.body)
+    ended = [
+        [(c.name, c.arguments, c.error and c.error.kind) for c in calls]
+        for calls in (stream.calls, chunked.finish(), raw.finish())
+    ]
+    assert ended == [[("write", "", "too_large")]] * 3
+
+
+def test_a_call_without_text_at_the_stream_limit_keeps_none_on_every_path(
+    sse_server: SSEServer,
+) -> None:
+    # The same rule in Chat: text passes the limit before the call's arguments come. A reader
+    # that reads on to the finish reason (which ends the call) must not make it `{}`, the
+    # stand-in of a call without parameters, where the wrapper, stopped at the limit, has none.
+    chunks = [
+        chat_chunk(tool_delta(tc(0, id="c1", name="write"))),
+        chat_chunk({"content": "z" * 200}),
+        chat_chunk(tool_delta(tc(0, arguments='{"a": 1}'))),
+        chat_chunk(finish_reason="tool_calls"),
+    ]
+    limits = {"max_stream_bytes": 100}
+    route = sse_server.register(sse_body(chunks, "openai-chat"))
+    _, stream = assemble_sync(route, "openai-chat", limits=limits)
+    chunked, raw = Assembler(**limits), Assembler(**limits)
+    for chunk in chunks:
+        chunked.feed_chunk(chunk)
+    raw.feed_sse(route.body)
+    ended = [
+        [(c.name, c.arguments, c.error and c.error.kind) for c in calls]
+        for calls in (stream.calls, chunked.finish(), raw.finish())
+    ]
+    assert ended == [[("write", "", "too_large")]] * 3
 
 
 def test_a_string_in_many_tiny_pieces_is_held_compactly() -> None:

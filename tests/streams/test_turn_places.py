@@ -219,10 +219,23 @@ def test_a_gemini_answer_keeps_its_text_parts_and_their_signature(
     ]
     _, stream = assemble_gemini(_serve(sse_server, chunks, split), chunks)
     assert stream.calls == []
-    assert stream.text_places == [[0, 0], [9, 0, "c2ln"]]
+    # Each text block after the thoughts kept before it.
+    assert stream.text_places == [[0, 1], [9, 2, "c2ln"]]
     assert _gemini_text_places(chunks) == [stream.text_places] * 2
     turn = assistant_turn([], style="gemini", text=stream.text, text_places=stream.text_places)
     assert _parts(turn) == [("First 东京.", None), ("Second 😀.", "sig")]
+    turn = assistant_turn(
+        [],
+        style="gemini",
+        text=stream.text,
+        reasoning=stream.reasoning,
+        text_places=stream.text_places,
+    )
+    assert turn[0]["parts"][::2] == [
+        {"text": "Planning.", "thought": True},
+        {"text": "Checking.", "thought": True},
+    ]
+    assert _parts(turn)[1::2] == [("First 东京.", None), ("Second 😀.", "sig")]
 
 
 def test_a_signed_gemini_text_part_is_a_part_of_its_own() -> None:

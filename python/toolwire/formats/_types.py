@@ -178,6 +178,11 @@ class Sink(Protocol):
         blocks, its bytes already counted: its `format`, then its data."""
         ...
 
+    def _keep_gemini_thought(self, text: str, signature: str | None, /) -> None:
+        """Keeps a Gemini thought (a run of `thought` parts), its bytes already counted: its
+        text and its `thoughtSignature`, if it came with one."""
+        ...
+
     def _drop_reasoning(self) -> None:
         """Lets go of the reasoning item kept last, its bytes given back: the item after it is
         not one the next turn sends."""

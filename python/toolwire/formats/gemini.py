@@ -33,13 +33,24 @@ Design notes:
 - A thought signature (quirk 31) is kept per call as metadata `thought_signature`, in base64 as
   the REST API sends it. It sits on the call's own part (with quirk 33, on either of its two
   parts); a part that carries nothing but a signature belongs to the call before it, or, after
-  text, to that text, or, when no call came yet, to the next one. Signatures on thought parts
+  text, to that text, or, when no call came yet, to the next one. One that none of them takes
+  (a second one after signed text, one before text, one that no call followed when the
+  candidate finished) is an empty text block of its own, signed (`_signed_part`), so that the
+  next turn sends it back where it came rather than losing it. Signatures on thought parts
   are theirs, not a call's. One on a text part (or a signature-only part after text: Gemini
   signs an answer without calls on its last part) goes with the place of that part's text
   block (`Sink._sign_text_block`) and ends the block, so that the next turn sends it back on
   that part, as Gemini requires.
 - Text parts make `ChunkInfo.text`; thought parts (`thought: true`) are the model's reasoning
-  and are left out, as the Anthropic adapter leaves thinking blocks out. The first text part,
+  and are left out of it, as the Anthropic adapter leaves thinking blocks out. They are kept
+  for the next turn instead (`Assembler.reasoning`), as google-genai's chats send every part
+  back: the thought parts in a row are one thought, `{"text", "thought": true}` with the
+  `thoughtSignature` of its last part, which ends it (Gemini wants a signature back on the
+  part it came on); another part, the finish reason or the end of the stream ends it too. Its
+  bytes count toward `max_stream_bytes` from its first part (`_reasoning.hold`); an error
+  chunk lets the one streaming go. A call after some gets their number as metadata
+  `reasoning_before`, and a text block's place counts them, so that the next turn sends each
+  back where it came. The first text part,
   and the first after a call, a thought part or a signed text part, starts a block of text
   (`Sink._text_block`): its place among the calls goes on them at finish (metadata
   `text_before`, `text_after`; without calls, `Assembler.text_places`), so that the next turn
@@ -83,6 +94,7 @@ from toolwire.formats._fields import (
     plain,
     str_or_none,
 )
+from toolwire.formats._reasoning import Thought, close, drop, sign, think
 from toolwire.formats._types import (
     Arguments,
     ChunkInfo,
@@ -538,6 +550,8 @@ class _State:
     last: int | None = None
     # A signature that came before any call, for the next call.
     held: str | None = None
+    # Text came after the last call (or with none yet), whether its block is still open or not.
+    after_text: bool = False
     # Text came after the last call (or with none yet): a text part continues its block.
     saying: bool = False
     # The reason the prompt was blocked: calls that follow must not run either.
@@ -547,6 +561,11 @@ class _State:
     whole: dict[str, tuple[str, str]] = field(default_factory=lambda: {})
     # A call's streamed pieces passed the stream's byte limit: none is merged any more.
     over: bool = False
+    # The thought parts in a row so far: one thought, kept once another part, the finish
+    # reason or the end of the stream ends it.
+    thought: Thought | None = None
+    # The thoughts kept: a call after them counts them in `reasoning_before`.
+    kept: int = 0
 
 
 class GeminiAdapter:
@@ -580,8 +599,12 @@ class GeminiAdapter:
         info = ChunkInfo()
         if get(chunk, "error") is not None and get(chunk, "candidates") is None:
             # The server gave up on the answer (google-genai raises this chunk): calls it had
-            # not finished must not run, as when the SDK's error ends `assemble`.
+            # not finished must not run, as when the SDK's error ends `assemble`; the thought
+            # still streaming is not kept.
             state.open = None
+            if state.thought is not None:
+                drop(state.thought, sink)
+                state.thought = None
             gave_up(info, sink, get(chunk, "error"))
             self._gave_up = True
             return info
@@ -610,6 +633,7 @@ class GeminiAdapter:
         """The stream ends: a call still waiting for streamed pieces is cut there, and a
         name-only call still open had no finish reason after it: the stream broke off (as the
         raw SSE path reads the end of its body)."""
+        self._end_thought(sink)
         self._cut(sink, None)
         if self._state.open is not None:
             self._state.open = None
@@ -624,6 +648,11 @@ class GeminiAdapter:
         reason = _reason(_field(candidate, "finish_reason", "finishReason"))
         if reason is None:
             return
+        # The candidate ended: so did its thought, and a signature-only part that no call
+        # took goes back where it came.
+        self._end_thought(sink)
+        if self._state.held is not None:
+            self._signed_part(self._state.held, sink, info)
         info.finish_reason = reason
         if stops_calls(reason) or folded_reason(reason) in _ABORTS:
             self._state.open = None
@@ -642,14 +671,26 @@ class GeminiAdapter:
         signature = _signature(_field(part, "thought_signature", "thoughtSignature"))
         call = _field(part, "function_call", "functionCall")
         if call is not None:
+            self._end_thought(sink)
             self._call(call, signature, sink, info)
             return
-        if get(part, "thought") is True:
-            # Text after the model's reasoning is a part of its own.
-            state.saying = False
-            return
         text = get(part, "text")
+        if get(part, "thought") is True:
+            # The model's reasoning: not text, and its signature is its own; text after it is a
+            # part of its own.
+            state.saying = False
+            self._thought(text, signature, sink)
+            return
+        said = isinstance(text, str) and text != ""
+        content = any(_field(part, *names) is not None for names in _CONTENT)
+        if said or signature is not None or content:
+            # A part that says something ends the thought before it.
+            self._end_thought(sink)
         if isinstance(text, str) and text:
+            if state.held is not None:
+                # A signature-only part that no call took goes back before the text, where it
+                # came.
+                self._signed_part(state.held, sink, info)
             if not state.saying:
                 # The text's first part, or the first after a call: a block of its own in the
                 # next turn, in its place among the calls.
@@ -659,12 +700,13 @@ class GeminiAdapter:
             # What follows belongs to the text now, not to the call before it.
             state.last = None
             state.held = None
+            state.after_text = True
             if signature is not None:
                 # Sent back on this part, which no text after it joins.
                 state.saying = False
                 sink._sign_text_block(signature)  # pyright: ignore[reportPrivateUsage]
             return
-        if signature is None or any(_field(part, *names) is not None for names in _CONTENT):
+        if signature is None or content:
             return
         if state.saying:
             # The last part of the text before it (Gemini signs an answer without calls there).
@@ -672,8 +714,55 @@ class GeminiAdapter:
             sink._sign_text_block(signature)  # pyright: ignore[reportPrivateUsage]
         elif state.last is not None:
             sink.set_metadata(state.last, "thought_signature", signature)
+        elif state.after_text:
+            # After a signed text part (a second signature-only part): a part of its own, sent
+            # back where it came.
+            self._signed_part(signature, sink, info)
         else:
             state.held = signature
+
+    def _signed_part(self, signature: str, sink: Sink, info: ChunkInfo) -> None:
+        """A signature-only part that neither a call nor a text block takes: an empty text
+        block of its own, at the end of the text so far, which carries it."""
+        self._state.held = None
+        sink._text_block(len(info.text))  # pyright: ignore[reportPrivateUsage]
+        sink._sign_text_block(signature)  # pyright: ignore[reportPrivateUsage]
+
+    def _thought(self, text: object, signature: str | None, sink: Sink) -> None:
+        """A thought part: its text goes on the thought streaming, and its signature ends it."""
+        state = self._state
+        said = text if isinstance(text, str) else ""
+        if not said and signature is None:
+            return
+        if state.thought is None:
+            if not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+                # The response keeps nothing more.
+                return
+            state.thought = Thought(False)
+        thought = state.thought
+        if said:
+            think(thought, said, sink)
+        if signature is not None:
+            # Sent back on this part, which no thought after it joins.
+            sign(thought, signature, sink)
+            self._end_thought(sink)
+
+    def _end_thought(self, sink: Sink) -> None:
+        """The thought parts in a row end: the thought is kept, with its signature. Gemini
+        has no stop event to tell a whole thought, and takes it back unsigned too; one that
+        holds nothing is let go."""
+        state = self._state
+        thought = state.thought
+        if thought is None:
+            return
+        state.thought = None
+        text = close(thought, sink)
+        empty = not text and not thought.signature
+        if empty or thought.dead or not sink._may_hold(0):  # pyright: ignore[reportPrivateUsage]
+            drop(thought, sink)
+            return
+        sink._keep_gemini_thought(text, thought.signature or None)  # pyright: ignore[reportPrivateUsage]
+        state.kept += 1
 
     def _call(self, call: object, signature: str | None, sink: Sink, info: ChunkInfo) -> None:
         state = self._state
@@ -706,11 +795,15 @@ class GeminiAdapter:
             key = state.next_key
             state.next_key += 1
             self._feed(sink, info, key, id=wire_id, name=name)
+            if state.kept:
+                # The next turn sends the thoughts before it back in their places.
+                sink.set_metadata(key, "reasoning_before", state.kept)
             if signature is None:
                 signature = state.held
         state.held = None
         state.last = key
         state.saying = False
+        state.after_text = False
         if signature is not None:
             sink.set_metadata(key, "thought_signature", signature)
         if more or isinstance(pieces, list) or (opened is not None and opened.value is not None):

@@ -46,11 +46,18 @@
 //!   the last call while no text came after it, else to the text block it follows, else to the
 //!   next call; as metadata `thought_signature`, the JSON text of the base64 string. One on a
 //!   text part, or a signature-only part after text, goes with that text block's place
-//!   ([`Action::TextSignature`]), and ends the block: the next turn sends it on its part.
+//!   ([`Action::TextSignature`]), and ends the block: the next turn sends it on its part. One
+//!   that none of them takes (a second one after signed text, one before text, one that no call
+//!   followed when the candidate finished) is an empty text block of its own ([`signed_part`]).
 //! - The first text part, and the first after a call, a thought part or a signed text part,
 //!   starts a block of text ([`Action::TextBlock`]), whose place among the calls the next turn
 //!   keeps; text parts in a row are one block (a stream cuts one text into parts), thought parts
 //!   are no text.
+//! - Thought parts in a row are one thought, kept for the next turn
+//!   ([`Reasoning::GeminiThought`](super::Reasoning::GeminiThought)) once another part, a
+//!   signature on one of them (its last), the finish reason or the end of the body ends it; held
+//!   and counted as Anthropic thinking is, and let go at an error chunk. A call after some gets
+//!   their number as metadata `reasoning_before`.
 
 use std::borrow::Cow;
 
@@ -60,6 +67,7 @@ use serde_json::value::RawValue;
 
 use super::lone_keys::{whole_names_within, whole_strings, Refusal};
 use super::partial_args::{Merge, Piece, Report, Streamed};
+use super::thinking::{drop_thought, Thought};
 use super::{
     args, call, canonical, decode_owned, json_string, raw_str, still_kept, string, Action,
     Arguments, Decoder, Envelope, EventError, Few, FinishReason, Lone,
@@ -199,6 +207,9 @@ pub(super) struct GeminiState {
     last: Option<i64>,
     /// A signature (JSON text) that came before any call, for the next call.
     held: Option<String>,
+    /// Text came after the last call (or with none yet), whether its block is still open or
+    /// not.
+    after_text: bool,
     /// Text came after the last call (or with none yet): a text part continues its block.
     saying: bool,
     /// Why the prompt was blocked: calls that follow must not run either.
@@ -212,6 +223,9 @@ pub(super) struct GeminiState {
     /// A call's merged pieces passed the stream's byte limit: the response is refused whole,
     /// and pieces are no longer merged, so that what a runaway stream sends is not held.
     over: bool,
+    /// The thought parts in a row so far: one thought, kept once another part, the finish
+    /// reason or the end of the body ends it.
+    thought: Option<Box<Thought>>,
 }
 
 /// A value inside the chunk that serde_json refused (`raw`, its text in the chunk's), and why.
@@ -327,6 +341,14 @@ fn signature(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
         return Some(Cow::Borrowed(r));
     }
     Some(Cow::Owned(json_string(&decode_owned(r))))
+}
+
+/// A signature-only part (`json`, the JSON text of its signature) that neither a call nor a
+/// text block takes: an empty text block of its own, at the end of the text so far, which
+/// carries it.
+fn signed_part<F: FnMut(Action<'_>) -> bool>(json: &str, emit: &mut F) {
+    emit(Action::TextBlock);
+    emit(Action::TextSignature(json));
 }
 
 /// Candidate 0 is assembled: a missing index, or one that is no integer, is 0 (the REST API
@@ -469,7 +491,7 @@ impl Decoder {
     ) -> Result<(), EventError> {
         if let (Some(error), None) = (env.error, env.candidates) {
             // The server gave up on the answer (google-genai raises this chunk).
-            self.gemini_gave_up();
+            self.gemini_gave_up(emit);
             emit(Action::ProviderError(error.get()));
             emit(Action::GaveUp);
             return Ok(());
@@ -525,21 +547,71 @@ impl Decoder {
         Ok(())
     }
 
-    /// The provider gave up: a call waiting for a second part gets none.
-    pub(super) fn gemini_gave_up(&mut self) {
+    /// The provider gave up: a call waiting for a second part gets none, and the thought
+    /// still streaming is not kept.
+    pub(super) fn gemini_gave_up<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
         if let Some(st) = &mut self.gemini {
             st.open = None;
+            if let Some(thought) = st.thought.take() {
+                drop_thought(&thought, emit);
+            }
+        }
+    }
+
+    /// The thought parts in a row end: the thought is kept, with its signature.
+    fn gemini_end_thought<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        st: &mut GeminiState,
+        emit: &mut F,
+    ) {
+        if let Some(thought) = st.thought.take() {
+            self.end_gemini_thought(thought, emit);
+        }
+    }
+
+    /// A thought part: its text goes on the thought streaming, and its signature ends it.
+    fn gemini_thought<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        st: &mut GeminiState,
+        part: &Part<'_>,
+        emit: &mut F,
+    ) {
+        let text = raw_str(part.text).filter(|r| r.len() > 2);
+        let signature = raw_str(part.thought_signature).filter(|r| r.len() > 2);
+        if text.is_none() && signature.is_none() {
+            return;
+        }
+        if st.thought.is_none() {
+            // `None` once the response keeps nothing more.
+            st.thought = self.start_thought(false, None, None, emit);
+        }
+        let Some(mut thought) = st.thought.take() else {
+            return;
+        };
+        if let Some(raw) = text {
+            self.think(&mut thought, raw, emit);
+        }
+        match signature {
+            // Sent back on this part, which no thought after it joins.
+            Some(raw) => {
+                self.sign(&mut thought, raw, emit);
+                self.end_gemini_thought(thought, emit);
+            }
+            None => st.thought = Some(thought),
         }
     }
 
     /// End of body: a streamed call still waiting for pieces is cut there (the adapter's
     /// `flush`); a name-only call still open means no finish reason came after it.
     pub(super) fn gemini_finish_stream<F: FnMut(Action<'_>) -> bool>(&mut self, emit: &mut F) {
-        let Some(st) = self.gemini.as_mut() else {
+        let Some(mut st) = self.gemini.take() else {
             return;
         };
+        self.gemini_end_thought(&mut st, emit);
         st.cut(emit);
-        if st.open.take().is_some() {
+        let open = st.open.take();
+        self.gemini = Some(st);
+        if open.is_some() {
             emit(Action::Interrupt(
                 "the body ended before the answer finished",
             ));
@@ -555,6 +627,7 @@ impl Decoder {
     ) {
         let signature = signature(part.thought_signature);
         if let Some((call, pieces)) = call {
+            self.gemini_end_thought(st, emit);
             self.gemini_call(st, call, pieces, signature, emit);
             return;
         }
@@ -562,9 +635,20 @@ impl Decoder {
             // The model's reasoning: not text, and its signature is its own; text after it is a
             // part of its own.
             st.saying = false;
+            self.gemini_thought(st, part, emit);
             return;
         }
-        if let Some(raw) = raw_str(part.text).filter(|r| r.len() > 2) {
+        let text = raw_str(part.text).filter(|r| r.len() > 2);
+        if text.is_some() || signature.is_some() || part.has_content() {
+            // A part that says something ends the thought before it.
+            self.gemini_end_thought(st, emit);
+        }
+        if let Some(raw) = text {
+            if let Some(held) = st.held.take() {
+                // A signature-only part that no call took goes back before the text, where it
+                // came.
+                signed_part(&held, emit);
+            }
             if !st.saying {
                 // The text's first part, or the first after a call: a block of its own in the
                 // next turn, in its place among the calls.
@@ -575,6 +659,7 @@ impl Decoder {
             // What follows belongs to the text now, not to the call before it.
             st.last = None;
             st.held = None;
+            st.after_text = true;
             if let Some(json) = &signature {
                 // Sent back on this part, which no text after it joins.
                 st.saying = false;
@@ -600,6 +685,9 @@ impl Decoder {
                     json: &signature,
                 });
             }
+            // After a signed text part (a second signature-only part): a part of its own, sent
+            // back where it came.
+            None if st.after_text => signed_part(&signature, emit),
             None => st.held = Some(signature.into_owned()),
         }
     }
@@ -654,12 +742,14 @@ impl Decoder {
                 if signature.is_none() {
                     signature = st.held.take().map(Cow::Owned);
                 }
+                self.count_reasoning_before(key, emit);
                 (key, None)
             }
         };
         st.held = None;
         st.last = Some(key);
         st.saying = false;
+        st.after_text = false;
         if let Some(json) = &signature {
             emit(Action::Metadata {
                 index: Some(key),
@@ -760,6 +850,12 @@ impl Decoder {
         emit: &mut F,
     ) {
         let Some(raw) = reason(raw) else { return };
+        // The candidate ended: so did its thought, and a signature-only part that no call
+        // took goes back where it came.
+        self.gemini_end_thought(st, emit);
+        if let Some(held) = st.held.take() {
+            signed_part(&held, emit);
+        }
         let normalized = FinishReason::from_raw(&raw);
         if normalized.stops_calls() || ABORTS.iter().any(|a| a.eq_ignore_ascii_case(&raw)) {
             st.open = None;

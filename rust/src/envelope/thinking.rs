@@ -83,6 +83,13 @@ pub enum Reasoning {
         /// The encrypted thinking, as sent.
         data: String,
     },
+    /// A Gemini thought: a run of `thought` parts, their text joined, as one part.
+    GeminiThought {
+        /// The thought, as streamed.
+        text: String,
+        /// Its `thoughtSignature` (base64, as sent), which Gemini wants back on its part.
+        signature: Option<String>,
+    },
 }
 
 impl Reasoning {
@@ -95,7 +102,7 @@ impl Reasoning {
                 signature,
             } => thinking.len() + signature.len(),
             Self::Redacted { data } | Self::Item { json: data } => data.len(),
-            Self::ConverseText { text, signature } => {
+            Self::ConverseText { text, signature } | Self::GeminiThought { text, signature } => {
                 text.len() + signature.as_ref().map_or(0, String::len)
             }
             Self::ConverseRedacted { data } => data.len(),
@@ -305,13 +312,7 @@ impl Decoder {
         mut thought: Box<Thought>,
         emit: &mut F,
     ) {
-        if let Some(unit) = thought.pending.take() {
-            self.scratch.clear();
-            push_lone(&mut self.scratch, unit, Lone::Replace);
-            if hold(&mut thought, self.scratch.len(), emit) {
-                thought.text.extend_from_slice(&self.scratch);
-            }
-        }
+        self.settle_half(&mut thought, emit);
         if let Some(block) = thought.server.take() {
             self.end_server_block(&thought, &block, emit);
             return;
@@ -338,6 +339,58 @@ impl Decoder {
         };
         emit(Action::Reasoning(&block));
         self.thoughts_kept += 1;
+    }
+
+    /// A Gemini thought (a run of `thought` parts) ended: kept with its signature, if it came
+    /// with one. Gemini has no stop event to tell a whole thought, and sends it back unsigned
+    /// too; one that holds nothing is let go.
+    pub(super) fn end_gemini_thought<F: FnMut(Action<'_>) -> bool>(
+        &mut self,
+        mut thought: Box<Thought>,
+        emit: &mut F,
+    ) {
+        self.settle_half(&mut thought, emit);
+        let empty = thought.text.is_empty() && thought.signature.is_empty();
+        if empty || thought.dead || !emit(Action::Held(0)) {
+            drop_thought(&thought, emit);
+            return;
+        }
+        // Decoded from validated JSON strings with lone halves replaced: always UTF-8.
+        let block = Reasoning::GeminiThought {
+            text: String::from_utf8_lossy(&thought.text).into_owned(),
+            signature: (!thought.signature.is_empty())
+                .then(|| String::from_utf8_lossy(&thought.signature).into_owned()),
+        };
+        emit(Action::Reasoning(&block));
+        self.thoughts_kept += 1;
+    }
+
+    /// A call under `index` starts after the reasoning blocks kept so far: their number goes on
+    /// it as metadata `reasoning_before`, so that the next turn sends them back before it.
+    pub(super) fn count_reasoning_before<F: FnMut(Action<'_>) -> bool>(
+        &self,
+        index: i64,
+        emit: &mut F,
+    ) {
+        if self.thoughts_kept > 0 {
+            let json = self.thoughts_kept.to_string();
+            emit(Action::Metadata {
+                index: Some(index),
+                key: "reasoning_before",
+                json: &json,
+            });
+        }
+    }
+
+    /// A high surrogate the block's last piece ended on, which no other half followed: U+FFFD.
+    fn settle_half<F: FnMut(Action<'_>) -> bool>(&mut self, thought: &mut Thought, emit: &mut F) {
+        if let Some(unit) = thought.pending.take() {
+            self.scratch.clear();
+            push_lone(&mut self.scratch, unit, Lone::Replace);
+            if hold(thought, self.scratch.len(), emit) {
+                thought.text.extend_from_slice(&self.scratch);
+            }
+        }
     }
 }
 

@@ -58,7 +58,8 @@ pub(super) struct TextLayout {
 impl TextLayout {
     /// A text block starts after `at` characters of text, `reasoning` reasoning blocks and
     /// `calls` calls. A block that starts where the last one did replaces it: the last one
-    /// held no text, and has no place to keep.
+    /// held no text, and has no place to keep, unless it carries a signature (a Gemini
+    /// signature-only part), which goes back on its own part.
     pub(super) fn mark(&mut self, at: usize, reasoning: usize, calls: usize) {
         if self.lost {
             return;
@@ -77,8 +78,10 @@ impl TextLayout {
             signed: None,
             cited: None,
         };
-        if let Some(last) = self.blocks.last_mut().filter(|last| last.at == at) {
-            block.signed = last.signed;
+        // A signed block stays (a Gemini signature-only part goes back on its own part); an
+        // unsigned one held no text, and its citations go on with the block that replaces it.
+        let empty = |last: &&mut Block| last.at == at && last.signed.is_none();
+        if let Some(last) = self.blocks.last_mut().filter(empty) {
             block.cited = last.cited;
             *last = block;
         } else if self.blocks.len() == MAX_BLOCKS {
@@ -463,7 +466,7 @@ mod tests {
         layout.mark(0, 0, 0);
         assert_eq!(layout.turn_places(0).as_deref(), Some("[[0,0]]"));
         layout.sign(r#""Zmlyc3Q=""#);
-        // A later signature of the same block replaces it; a block that gives way keeps it.
+        // A later signature of the same block replaces it.
         layout.sign(r#""c2Vjb25k""#);
         layout.mark(6, 0, 0);
         layout.mark(6, 0, 0);
@@ -510,6 +513,22 @@ mod tests {
         assert_eq!(one.turn_places(0).as_deref(), Some(r#"[[0,0,[{"n":1}]]]"#));
         one.restart(1);
         assert!(!one.citable() && one.citations.is_empty());
+    }
+
+    #[test]
+    fn a_signed_empty_block_gives_way_to_none() {
+        // A Gemini signature-only part after a signed text part, then another text block: each
+        // keeps its own part.
+        let mut layout = TextLayout::default();
+        layout.mark(0, 0, 0);
+        layout.sign(r#""YQ==""#);
+        layout.mark(2, 0, 0);
+        layout.sign(r#""Yg==""#);
+        layout.mark(2, 0, 0);
+        assert_eq!(
+            layout.turn_places(0).as_deref(),
+            Some(r#"[[0,0,"YQ=="],[2,0,"Yg=="],[2,0]]"#)
+        );
     }
 
     #[test]
