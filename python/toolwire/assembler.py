@@ -219,15 +219,19 @@ class Assembler(_core.Assembler, LiveState):
             info.finish_reason = replace_lone_surrogates(info.finish_reason)
         text = info.text
         if text:
-            ascii_only = text.isascii()
-            # Counted as the raw SSE path counts the text it reads: a response past its byte
-            # limit is refused whole on both paths, and its later text is not kept on either.
-            if not self._keep_text(
-                len(text) if ascii_only else len(text.encode(errors="surrogatepass"))
-            ):
+            half = ""
+            if text.isascii() and _TEXT_HALF not in state:
+                size = len(text)
+            else:
+                text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
+                size = len(text.encode())
+            # Counted as the raw SSE path counts the text it reads, a surrogate half held for
+            # the next chunk only once paired: a response past its byte limit is refused whole
+            # on both paths, and its later text (the other half too) is not kept on either.
+            if not self._keep_text(size):
                 info.text = ""
-            elif not ascii_only or _TEXT_HALF in state:
-                info.text, half = text_piece(state.pop(_TEXT_HALF, ""), text)
+            else:
+                info.text = text
                 if half:
                     state[_TEXT_HALF] = half
             if info.text:

@@ -948,3 +948,26 @@ def test_bytes_past_max_bytes_count_alike_on_every_path(fmt: str) -> None:
     kept, refused = _refused(events, fmt, "feed_chunk", limit)
     assert not refused
     assert kept == [('{"a": "0123"', "too_large"), ("{}", None)]
+
+
+@pytest.mark.parametrize("limit", [2, 4, 5, 8])
+def test_text_cut_by_the_limit_inside_a_surrogate_pair_is_kept_alike(limit: int) -> None:
+    # A JS producer split an emoji between two text deltas and the limit falls there: the raw
+    # path counts a held half only once paired, and keeps nothing of a pair the limit cut.
+    # `feed_chunk` counted the half as three bytes (refusing `ab` under a limit it fits) and
+    # wrote U+FFFD for the half whose other one the limit refused.
+    def delta(text: str) -> dict[str, Any]:
+        return {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": text},
+        }
+
+    events = anthropic_stream([], text="x", stop_reason="end_turn")
+    start = next(i for i, e in enumerate(events) if e["type"] == "content_block_delta")
+    events[start : start + 1] = [delta("ab\ud83d"), delta("\ude00cd" + "x" * 50)]
+    chunks = Assembler(max_stream_bytes=limit)
+    said = "".join(chunks.feed_chunk(event).text for event in events) + chunks.text_tail()
+    raw = Assembler(max_stream_bytes=limit)
+    raw.feed_sse(sse_body(events, "anthropic"))
+    assert said == raw.text == "ab"
