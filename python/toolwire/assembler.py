@@ -272,6 +272,13 @@ def chat_ended_calls(asm: Assembler) -> int | None:
     return asm._chat_ended_calls  # pyright: ignore[reportPrivateUsage]
 
 
+def chat_reopened_calls(asm: Assembler) -> list[int]:
+    """The calls below `chat_ended_calls(asm)` that argument text came for after that finish
+    reason on `feed_chunk`'s path (the SDK's chunks): an error the SDK raises stops them too."""
+    adapter = asm.__dict__.get(_ADAPTER)
+    return adapter.reopened if isinstance(adapter, ChatCompletionsAdapter) else []
+
+
 def _read_chunks_as(asm: Assembler, fmt: WireFormat) -> FormatAdapter:
     """Makes `feed_chunk` read `asm`'s chunks as `fmt` from now on, and returns the adapter."""
     adapter = make_adapter(fmt)

@@ -57,7 +57,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from toolwire._core import MisuseError, Scanner
 from toolwire._pickling import LiveState
-from toolwire.assembler import Assembler, chat_ended_calls, fed_past_limit, note_limit
+from toolwire.assembler import (
+    Assembler,
+    chat_ended_calls,
+    chat_reopened_calls,
+    fed_past_limit,
+    note_limit,
+)
 from toolwire.events import (
     ArgumentsProgress,
     CallCompleted,
@@ -375,7 +381,8 @@ class _Driver:
                 # not run, and the finish reason says why. A Chat finish reason that ended the
                 # choice as a whole answer ended every call there was: an error after it stops
                 # only a call that started later.
-                stop_open_calls(asm, chat_ended_calls(asm), "error")
+                ended, reopened = chat_ended_calls(asm), chat_reopened_calls(asm)
+                stop_open_calls(asm, ended, "error", reopened)
                 self.finish_reason = "error"
             else:
                 _interrupt(asm, "the stream ended early" if error is None else type(error).__name__)

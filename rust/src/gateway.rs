@@ -26,6 +26,7 @@ use crate::envelope::{
 };
 use crate::error::Misuse;
 use crate::precheck::Registry;
+use crate::scanner::is_ws;
 use crate::sse::{Event, Framer, SseConfig, SseError, Tail};
 
 mod text_layout;
@@ -218,6 +219,9 @@ struct State {
     /// whole answer (`stop`, `tool_calls`): Chat has no end event per call, so that reason ended
     /// them all, and neither a break nor a provider error after it cuts or stops one.
     chat_ended_calls: Option<usize>,
+    /// The calls below `chat_ended_calls` that argument text came for after that finish
+    /// reason: their text did not end there, so a provider error after it stops them too.
+    chat_reopened: Vec<usize>,
     events: u64,
     /// Events the framer dropped for size that the assembler has been told of.
     dropped_seen: u64,
@@ -332,6 +336,11 @@ impl State {
                 released,
                 shown_index,
             } => {
+                let says = match delta.arguments {
+                    Some(Arguments::Text(text)) => text.iter().any(|&b| !is_ws(b)),
+                    Some(Arguments::Value(_)) => true,
+                    None => false,
+                };
                 if let Some(Arguments::Text(text)) = delta.arguments {
                     if released > 0 && text.len() >= released {
                         // The held fragment written back belongs to the call it went to, which
@@ -357,6 +366,10 @@ impl State {
                 }
                 if shown_index.is_some() {
                     let _ = assembler.set_index(ordinal, shown_index);
+                }
+                let ended = self.chat_ended_calls.is_some_and(|ended| ordinal < ended);
+                if says && ended && !self.chat_reopened.contains(&ordinal) {
+                    self.chat_reopened.push(ordinal);
                 }
                 if self.gave_up {
                     // Sent after the provider gave up: no SDK shows it, and it must not run.
@@ -423,6 +436,7 @@ impl State {
                 self.chat_ended_calls = (self.format == Some(Format::OpenAiChat)
                     && matches!(reason, FinishReason::Stop | FinishReason::ToolCalls))
                 .then(|| assembler.len());
+                self.chat_reopened.clear();
                 if reason.stops_calls() {
                     // Fails only after `finish`, which `StreamDecoder` rules out.
                     let _ = assembler.stop(raw);
@@ -443,7 +457,9 @@ impl State {
                 // Each fails only after `finish`, which `StreamDecoder` rules out.
                 match self.chat_ended_calls {
                     Some(ended) => {
-                        for ordinal in ended..assembler.len() {
+                        // And a call that text came for after that reason: it had not ended.
+                        let reopened = self.chat_reopened.iter().copied();
+                        for ordinal in reopened.chain(ended..assembler.len()) {
                             let _ = assembler.stop_call(ordinal, "error");
                         }
                     }

@@ -6,6 +6,7 @@ place; they are never calls, never checked against a client tool's schema, and n
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -214,3 +215,35 @@ def test_a_turn_takes_no_client_call_as_a_server_block() -> None:
     for block in [client, {"text": "x"}]:
         with pytest.raises(TypeError, match="server tool block"):
             assistant_turn([], style=FMT, reasoning=[block])
+
+
+def _answer() -> dict[str, Any]:
+    """The whole Converse answer of `_events`, as `converse` (or a JSON body) gives it."""
+    call = {
+        "toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": {"city": "Tokyo"}}
+    }
+    content = [REASONING, {"text": "Searching."}, SEARCH, RESULT, {"text": "Found it."}, call]
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 3, "outputTokens": 5, "totalTokens": 8},
+    }
+
+
+def _turn(calls: list[Any], reasoning: list[Any]) -> list[Any]:
+    (turn,) = assistant_turn(calls, style=FMT, text="Searching.Found it.", reasoning=reasoning)
+    return turn["content"]
+
+
+def test_a_whole_answer_keeps_what_the_same_answer_streamed_keeps(sse_server: SSEServer) -> None:
+    streamed, streamed_calls = _fed(_events())
+    expected = _turn(streamed_calls, streamed.reasoning)
+    assert RESULT in expected
+    whole = Assembler()
+    whole.feed_chunk(_answer())
+    assert _turn(whole.finish(), whole.reasoning) == expected
+    # The same answer as a JSON body to the real boto3 client's `converse_stream`.
+    route = sse_server.register(json.dumps(_answer()).encode(), content_type="application/json")
+    _, stream = assemble_bedrock(route, tools=TOOLS)
+    assert stream.transport_error is None
+    assert _turn(stream.calls, stream.reasoning) == expected

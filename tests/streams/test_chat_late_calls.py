@@ -82,3 +82,50 @@ def test_an_error_after_a_late_call_stops_that_call_only(
     route = sse_server.register(sse_body(events, "openai-chat"))
     _, stream = assemble_sync(route, "openai-chat")
     assert stream.finish_reason == "error" and _key(stream.calls) == expected
+
+
+@pytest.mark.parametrize(
+    ("late", "expected"),
+    [
+        # The call was cut at the finish reason and its text came on after it: the reason did
+        # not end it, so the error after that text stops it, as any call it had not ended.
+        ("1}", ("f", '{"a":1}', "filtered")),
+        (' "b"}', ("f", '{"a": "b"}', "filtered")),
+        # White space adds nothing to the call: the reason still ended it, and it runs.
+        ("\n ", ("f", '{"a": 1}', None)),
+    ],
+)
+def test_an_error_after_text_for_an_ended_call_stops_that_call(
+    sse_server: SSEServer, late: str, expected: tuple[Any, ...]
+) -> None:
+    cut = expected[2] is not None
+    call = Call("f", '{"a":' if cut else '{"a": 1}', "call_f")
+    events = [
+        *chat_stream([call], size=4),
+        chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": late}}]}),
+        PROVIDER_ERRORS["openai-chat"],
+    ]
+    seen = agree_on_every_path(events, "openai-chat")
+    shown = [(name, arguments.strip(), kind) for name, _, arguments, kind, _ in seen[0]]
+    assert shown == [expected] and seen[1] == "error"
+    route = sse_server.register(sse_body(events, "openai-chat"))
+    _, stream = assemble_sync(route, "openai-chat")
+    assert [(name, arguments.strip(), kind) for name, arguments, kind in _key(stream.calls)] == [
+        expected
+    ]
+
+
+def test_text_for_an_ended_call_without_an_error_completes_it(sse_server: SSEServer) -> None:
+    # The finish reason says nothing of the calls (quirks 34, 35): text after it is the
+    # call's, and the call is decided from its text, on every path.
+    events = [
+        *chat_stream([Call("f", '{"a":', "call_f")], size=4),
+        chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}),
+    ]
+    seen = agree_on_every_path(events, "openai-chat")
+    assert [(name, arguments, kind) for name, _, arguments, kind, _ in seen[0]] == [
+        ("f", '{"a":1}', None)
+    ]
+    route = sse_server.register(sse_body(events, "openai-chat"))
+    _, stream = assemble_sync(route, "openai-chat")
+    assert _key(stream.calls) == [("f", '{"a":1}', None)]

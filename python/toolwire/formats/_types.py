@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -319,14 +320,17 @@ def gave_up(
     return info
 
 
-def stop_open_calls(sink: Sink, ended: int | None, reason: str) -> None:
+def stop_open_calls(
+    sink: Sink, ended: int | None, reason: str, reopened: Sequence[int] = ()
+) -> None:
     """The provider gave up (`reason`): the calls it had not ended must not run. `ended`: a
     Chat finish reason ended the calls below that ordinal (Chat has no end event per call, so
-    the reason ended all there were), and only the calls that started after it are stopped."""
+    the reason ended all there were), and only the calls that started after it are stopped,
+    and those of `reopened`, which argument text came for after it."""
     if ended is None:
         sink.stop(reason)
         return
-    for ordinal in range(ended, len(sink)):
+    for ordinal in (*reopened, *range(ended, len(sink))):
         sink._stop_call(ordinal, reason)  # pyright: ignore[reportPrivateUsage]
 
 

@@ -31,7 +31,9 @@ Design notes:
   Not after a finish reason that ended the choice as a whole answer (`stop`, `tool_calls`):
   Chat has no end event per call, so that reason ended every call there was, and an error
   after it (before the usage chunk or `[DONE]`) stops none of them, as an Anthropic error stops
-  no block that ended; a call that started after that reason is open, and stopped.
+  no block that ended; a call that started after that reason is open, and stopped, and so is
+  one that argument text (more than white space) came for after it: its text did not end
+  there. Such text is still the call's, which is decided from its text (quirks 34, 35).
 - A whole, non-streamed `ChatCompletion` (a server that ignored `stream=True`) has a
   `message` where a chunk has its `delta`: it is read as one delta, its calls numbered by
   their position. Only a choice without `delta` is looked at for it.
@@ -82,7 +84,7 @@ class ChatCompletionsAdapter:
 
     format: WireFormat = "openai-chat"
 
-    __slots__ = ("_choice", "_ended", "_gave_up", "_refusal", "_usage", "_utf16")
+    __slots__ = ("_choice", "_ended", "_gave_up", "_refusal", "_reopened", "_usage", "_utf16")
 
     def __init__(self) -> None:
         """Start with no surrogate half held and no refusal seen."""
@@ -90,10 +92,19 @@ class ChatCompletionsAdapter:
         # How many calls there were when the latest finish reason ended the choice as a
         # whole answer (`stop`, `tool_calls`); None while none did.
         self._ended: int | None = None
+        # The calls below `_ended` that argument text came for after that finish reason:
+        # their text did not end there, so a provider error after it stops them too.
+        self._reopened: list[int] = []
         self._gave_up = False
         self._refusal = False
         self._usage: dict[str, Any] | None = None
         self._choice: int | None = None
+
+    @property
+    def reopened(self) -> list[int]:
+        """The calls below `ended` that argument text (more than white space) came for after
+        that finish reason: it did not end them."""
+        return self._reopened
 
     @property
     def choice(self) -> int | None:
@@ -137,7 +148,7 @@ class ChatCompletionsAdapter:
             # whole answer ended every call: an error after it stops none.
             gave_up(info, sink, error, stop=False)
             if not self._gave_up:
-                stop_open_calls(sink, self._ended, "error")
+                stop_open_calls(sink, self._ended, "error", self._reopened)
             self._gave_up = True
             return info
         if not isinstance(choices, list):
@@ -165,6 +176,7 @@ class ChatCompletionsAdapter:
                 natural = folded in _NATURAL_ENDS
                 if not self._gave_up:
                     self._ended = len(sink) if natural or folded in _TOOL_ENDS else None
+                    self._reopened = []
                 if stops_calls(reason) or (natural and self._refusal):
                     sink.stop(reason)
                 elif is_limit(reason):
@@ -231,6 +243,18 @@ class ChatCompletionsAdapter:
             sink, index, id=wire_id, name=name, arguments=arguments, type=kind, text=text
         )
         info.feeds.append(FeedRecord(ordinal, wire_id, name))
+        ended = self._ended is not None and ordinal < self._ended
+        if ended and ordinal not in self._reopened and _says_something(arguments):
+            self._reopened.append(ordinal)
+
+
+def _says_something(arguments: object) -> bool:
+    """Whether argument text (or a value) carries more than JSON white space."""
+    if isinstance(arguments, str):
+        return arguments.strip(" \t\r\n") != ""
+    if isinstance(arguments, bytes):
+        return arguments.strip(b" \t\r\n") != b""
+    return arguments is not None
 
 
 def _choice_index(choice: object) -> int:

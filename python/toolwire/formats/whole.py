@@ -178,7 +178,8 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
 def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[dict[str, Any]]:
     """`messageStart`, each content block as its deltas (a tool block started first, its whole
     `input` as one fragment, none for an empty one; an image started with its format, its
-    source one delta; a `citationsContent` block's text, then its citations) and its stop,
+    source one delta; a `citationsContent` block's text, then its citations; a server tool's
+    `toolResult` started without its content, which is one delta) and its stop,
     then `messageStop` with the stop reason and `metadata` with the usage, as ConverseStream
     sends them."""
     events: list[dict[str, Any]] = [{"messageStart": {"role": message.get("role", "assistant")}}]
@@ -229,8 +230,17 @@ def _converse_events(response: dict[str, Any], message: dict[str, Any]) -> list[
             deltas += [
                 {"citation": c} for c in _list(cited.get("citations")) if isinstance(c, dict)
             ]
+        elif isinstance(fields.get("toolResult"), dict):
+            # A server tool's result (Bedrock ran the tool): kept for the next turn as a
+            # stream's `toolResult` block is, its content one delta.
+            result = cast("dict[str, Any]", fields["toolResult"])
+            start = {k: v for k, v in result.items() if k != "content"}
+            events.append(
+                {"contentBlockStart": {"start": {"toolResult": start}, "contentBlockIndex": index}}
+            )
+            deltas.append({"toolResult": _list(result.get("content"))})
         else:
-            # A document, a tool result: no call and no text of the turn.
+            # A document: no call and no text of the turn.
             continue
         events += [
             {"contentBlockDelta": {"delta": delta, "contentBlockIndex": index}} for delta in deltas
