@@ -336,11 +336,14 @@ impl State {
                 released,
                 shown_index,
             } => {
-                let says = match delta.arguments {
-                    Some(Arguments::Text(text)) => text.iter().any(|&b| !is_ws(b)),
-                    Some(Arguments::Value(_)) => true,
-                    None => false,
-                };
+                // Read before the arguments are fed, and only once a Chat finish reason ended
+                // calls.
+                let says = self.chat_ended_calls.is_some()
+                    && match delta.arguments {
+                        Some(Arguments::Text(text)) => text.iter().any(|&b| !is_ws(b)),
+                        Some(Arguments::Value(_)) => true,
+                        None => false,
+                    };
                 if let Some(Arguments::Text(text)) = delta.arguments {
                     if released > 0 && text.len() >= released {
                         // The held fragment written back belongs to the call it went to, which
