@@ -17,7 +17,7 @@ from toolwire.toolset import Toolset
 from .clients import assemble_async, assemble_both, assemble_sync
 from .conftest import SSEServer
 from .make_fixtures import PARALLEL, TEXT, large_arguments
-from .streamkit import Call, json_text, load_events, responses_stream, sse_body
+from .streamkit import Call, load_events, responses_stream, sse_body
 
 FMT = "openai-responses"
 
@@ -212,34 +212,6 @@ def test_an_event_sent_twice_is_read_once(sse_server: SSEServer) -> None:
     )
     again = [*events[: at + 2], events[at + 1], events[at], *events[at + 2 :]]
     assert _calls_three_ways(sse_server, again) == [("ping", '{"a": 1, "b": 2}', None)]
-
-
-@pytest.mark.parametrize(
-    "spelling",
-    [
-        # What a proxy that parsed the event writes out again: `json.dumps`'s separators,
-        # its ASCII escapes, or the data over several SSE lines (joined by a newline).
-        lambda data: json.dumps(json.loads(data)),
-        lambda data: json.dumps(json.loads(data), separators=(",", ":")),
-        lambda data: data.replace(",", ",\ndata: "),
-    ],
-    ids=["dumps", "ascii", "lines"],
-)
-def test_an_event_sent_again_in_another_spelling_is_read_once(
-    sse_server: SSEServer, spelling: Any
-) -> None:
-    # The same event (equal JSON) sent twice under its number: the raw path compared its bytes
-    # and took the repeat as a new delta (`{"éé": 1}`, a key the model never sent), where
-    # `feed_chunk` and the SDK, comparing the decoded event, read it once.
-    events = responses_stream([Call("ping", '{"é": 1}')], size=1)
-    at = next(i for i, e in enumerate(events) if e.get("delta") == "é")
-    again = f"event: {events[at]['type']}\ndata: {spelling(json_text(events[at]))}\n\n"
-    body = sse_body(events[: at + 1], FMT) + again.encode() + sse_body(events[at + 1 :], FMT)
-    raw = Assembler()
-    raw.feed_sse(body)
-    shown = [(c.name, c.arguments, c.error.kind if c.error else None) for c in raw.finish()]
-    assert shown == [("ping", '{"é": 1}', None)]
-    assert _calls_three_ways(sse_server, events[: at + 1] + events[at:]) == shown
 
 
 def test_numbers_that_do_not_rise_are_not_read(sse_server: SSEServer) -> None:
