@@ -154,18 +154,7 @@ def test_a_streamed_gemini_call_cut_by_the_stream_limit_ends_alike_on_every_path
     if closes:
         chunks.append(gemini_chunk(gemini_call(None)))
     chunks.append(gemini_chunk(gemini_call("after", {"b": 1}), finish="STOP"))
-    limits = {"max_stream_bytes": 100}
-    route = sse_server.register(sse_body(chunks, "gemini"))
-    _, stream = assemble_sync(route, "gemini", limits=limits)
-    chunked, raw = Assembler(**limits), Assembler(**limits)
-    for chunk in chunks:
-        chunked.feed_chunk(chunk)
-    raw.feed_sse(route.body)
-    ended = [
-        [(c.name, c.arguments, c.error and c.error.kind) for c in calls]
-        for calls in (stream.calls, chunked.finish(), raw.finish())
-    ]
-    assert ended == [[("write", "", "too_large")]] * 3
+    assert _ended_on_every_path(sse_server, chunks, "gemini") == [[("write", "", "too_large")]] * 3
 
 
 def test_a_call_without_text_at_the_stream_limit_keeps_none_on_every_path(
@@ -180,18 +169,26 @@ def test_a_call_without_text_at_the_stream_limit_keeps_none_on_every_path(
         chat_chunk(tool_delta(tc(0, arguments='{"a": 1}'))),
         chat_chunk(finish_reason="tool_calls"),
     ]
-    limits = {"max_stream_bytes": 100}
-    route = sse_server.register(sse_body(chunks, "openai-chat"))
-    _, stream = assemble_sync(route, "openai-chat", limits=limits)
+    ended = _ended_on_every_path(sse_server, chunks, "openai-chat")
+    assert ended == [[("write", "", "too_large")]] * 3
+
+
+def _ended_on_every_path(
+    sse_server: SSEServer, chunks: list[Any], fmt: str, limit: int = 100
+) -> list[list[tuple[str | None, str, str | None]]]:
+    """The calls (name, arguments, error kind) each path ends `chunks` with under
+    `max_stream_bytes=limit`: the SDK wrapper over HTTP, `feed_chunk` and `feed_sse`."""
+    limits = {"max_stream_bytes": limit}
+    route = sse_server.register(sse_body(chunks, fmt))
+    _, stream = assemble_sync(route, fmt, limits=limits)
     chunked, raw = Assembler(**limits), Assembler(**limits)
     for chunk in chunks:
         chunked.feed_chunk(chunk)
     raw.feed_sse(route.body)
-    ended = [
+    return [
         [(c.name, c.arguments, c.error and c.error.kind) for c in calls]
         for calls in (stream.calls, chunked.finish(), raw.finish())
     ]
-    assert ended == [[("write", "", "too_large")]] * 3
 
 
 def test_a_string_in_many_tiny_pieces_is_held_compactly() -> None:
